@@ -1,0 +1,48 @@
+// A verified program file, mapped read-only. Constants and payloads are spans into the map.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kestrel/core/result.h"
+#include "kestrel/program/spec.h"
+
+namespace kestrel::program {
+
+class LoadedProgram {
+ public:
+  // Maps the file and verifies everything: magic, flatbuffer, every segment range, every value's
+  // dtype/shape/bytes against its segment or the arena, every value index in instructions.
+  static Result<std::shared_ptr<const LoadedProgram>> load_file(const std::string& path);
+  // The same checks on bytes held in memory (copied into an aligned buffer).
+  static Result<std::shared_ptr<const LoadedProgram>> load_bytes(std::span<const uint8_t> bytes);
+
+  ~LoadedProgram();
+  LoadedProgram(const LoadedProgram&) = delete;
+  LoadedProgram& operator=(const LoadedProgram&) = delete;
+
+  // The decoded description; spec().segments is empty (use segment()).
+  const ProgramSpec& spec() const { return spec_; }
+  size_t num_segments() const { return segments_.size(); }
+  std::span<const uint8_t> segment(uint32_t index) const { return segments_.at(index); }
+  // Bytes of one constant value (already bounds-checked at load).
+  std::span<const uint8_t> constant_bytes(const ValueSpec& value) const;
+  const MethodSpec* find_method(std::string_view name) const;
+  uint64_t file_bytes() const { return size_; }
+
+ private:
+  LoadedProgram() = default;
+  friend class ProgramLoader;
+
+  ProgramSpec spec_;
+  std::vector<std::span<const uint8_t>> segments_;
+  const uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+  void* mapping_ = nullptr;       // munmap on destruction when non-null
+  uint8_t* owned_copy_ = nullptr; // free on destruction when non-null
+};
+
+}  // namespace kestrel::program

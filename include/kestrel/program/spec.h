@@ -1,0 +1,90 @@
+// The plain C++ description of a program: what the writer serializes and what the loader
+// returns after verification. Bulk bytes (weights, delegate payloads) live in segments and are
+// referred to by index; the loader hands them out as spans into the mapped file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kestrel/core/dtype.h"
+
+namespace kestrel::program {
+
+inline constexpr uint32_t kProgramVersion = 1;
+inline constexpr uint64_t kSegmentAlignment = 64;
+
+// Typed metadata value (program-level) and attribute value (per instruction).
+using MetaValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<std::string>>;
+using Metadata = std::map<std::string, MetaValue>;
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+using Attrs = std::map<std::string, AttrValue>;
+
+enum class ValueKind : uint8_t {
+  kInput = 0,         // bound by the caller before execute (never in the arena)
+  kOutput = 1,        // bound by the caller before execute (never in the arena)
+  kConstant = 2,      // bytes in a segment, shared by all methods, never copied
+  kIntermediate = 3,  // lives at arena_offset inside the method's arena
+  kAlias = 4,         // shares the storage of value `alias_of` (reshape, in-place update)
+};
+
+struct ConstantRef {
+  uint32_t segment = 0;
+  uint64_t offset = 0;  // from the segment start
+  uint64_t nbytes = 0;
+};
+
+struct ValueSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  ValueKind kind = ValueKind::kIntermediate;
+  ConstantRef constant;       // kConstant only
+  uint64_t arena_offset = 0;  // kIntermediate only
+  int32_t alias_of = -1;      // kAlias only: index into MethodSpec::values
+};
+
+struct KernelCall {
+  std::string op;
+  std::vector<int32_t> inputs;  // indices into MethodSpec::values
+  std::vector<int32_t> outputs;
+  Attrs attrs;
+};
+
+struct DelegateCall {
+  uint32_t delegate = 0;        // index into ProgramSpec::delegates
+  std::vector<int32_t> inputs;  // in the order the delegate's payload expects them
+  std::vector<int32_t> outputs; // in exported order: outputs[i] is the delegate's exported output i
+};
+
+using Instruction = std::variant<KernelCall, DelegateCall>;
+
+struct MethodSpec {
+  std::string name;
+  std::vector<ValueSpec> values;
+  std::vector<int32_t> inputs;   // value indices, in the method's I/O order
+  std::vector<int32_t> outputs;  // value indices, in the method's I/O order
+  std::vector<Instruction> instructions;
+  uint64_t arena_bytes = 0;
+};
+
+struct DelegateSpec {
+  std::string backend_id;
+  uint32_t payload_segment = 0;
+  std::map<std::string, std::vector<uint8_t>> compile_specs;
+};
+
+struct ProgramSpec {
+  uint32_t version = kProgramVersion;
+  Metadata metadata;
+  std::vector<MethodSpec> methods;
+  std::vector<DelegateSpec> delegates;
+  // Bytes of each segment. Filled for writing; the loader leaves this empty and serves the
+  // bytes from the mapped file (LoadedProgram::segment).
+  std::vector<std::vector<uint8_t>> segments;
+};
+
+}  // namespace kestrel::program

@@ -1,0 +1,86 @@
+// A loaded, executable method: values table, resolved instructions, one arena.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kestrel/core/aligned_buffer.h"
+#include "kestrel/core/result.h"
+#include "kestrel/core/tensor.h"
+#include "kestrel/program/loaded_program.h"
+#include "kestrel/runtime/backend.h"
+#include "kestrel/runtime/kernel.h"
+
+namespace kestrel::runtime {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  size_t nbytes = 0;
+};
+
+class Method {
+ public:
+  ~Method();
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+
+  const std::string& name() const { return spec_->name; }
+  size_t num_inputs() const { return spec_->inputs.size(); }
+  size_t num_outputs() const { return spec_->outputs.size(); }
+  const TensorInfo& input_info(size_t index) const { return input_infos_.at(index); }
+  const TensorInfo& output_info(size_t index) const { return output_infos_.at(index); }
+  uint64_t arena_bytes() const { return spec_->arena_bytes; }
+
+  // Binds caller-owned memory to an input or output. The memory must stay valid while the
+  // method may execute. The view must match the declared dtype and shape.
+  Status set_input(size_t index, const TensorView& view);
+  Status set_output(size_t index, const TensorView& view);
+  // Runs every instruction. Fails if an input or output is unbound.
+  Status execute();
+
+ private:
+  friend class Program;
+  Method() = default;
+
+  struct Step;
+  Status bind_io(int32_t value_index, const TensorView& view, const TensorInfo& info);
+  void refresh_aliases();
+
+  std::shared_ptr<const program::LoadedProgram> program_;
+  const program::MethodSpec* spec_ = nullptr;
+  AlignedBuffer arena_;
+  std::vector<TensorView> values_;
+  std::vector<bool> bound_;
+  std::vector<TensorInfo> input_infos_;
+  std::vector<TensorInfo> output_infos_;
+  std::vector<Step> steps_;
+  std::vector<std::pair<std::shared_ptr<BackendInterface>, void*>> delegates_;
+};
+
+// A loaded program plus the kernels and backends its methods resolve against.
+class Program {
+ public:
+  static Result<std::shared_ptr<Program>> load(const std::string& path,
+                                               std::shared_ptr<const KernelRegistry> kernels,
+                                               std::shared_ptr<const BackendRegistry> backends);
+  static Result<std::shared_ptr<Program>> from_loaded(
+      std::shared_ptr<const program::LoadedProgram> loaded,
+      std::shared_ptr<const KernelRegistry> kernels,
+      std::shared_ptr<const BackendRegistry> backends);
+
+  const program::LoadedProgram& loaded() const { return *loaded_; }
+  const program::Metadata& metadata() const { return loaded_->spec().metadata; }
+  std::vector<std::string> method_names() const;
+  // Resolves every kernel and delegate; errors name the method and the missing kernel/backend.
+  Result<std::unique_ptr<Method>> load_method(const std::string& name) const;
+
+ private:
+  std::shared_ptr<const program::LoadedProgram> loaded_;
+  std::shared_ptr<const KernelRegistry> kernels_;
+  std::shared_ptr<const BackendRegistry> backends_;
+};
+
+}  // namespace kestrel::runtime
