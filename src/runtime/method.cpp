@@ -1,0 +1,220 @@
+#include "kestrel/runtime/method.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::runtime {
+
+using program::ValueKind;
+
+// One resolved instruction. Views are gathered into the preallocated vectors on each execute,
+// because the caller may rebind I/O between calls.
+struct Method::Step {
+  std::string_view op;  // kernel op, or backend id for a delegate
+  KernelFn kernel = nullptr;
+  const program::Attrs* attrs = nullptr;
+  BackendInterface* backend = nullptr;
+  void* delegate_handle = nullptr;
+  std::vector<int32_t> inputs;
+  std::vector<int32_t> outputs;  // for delegates: in the order the backend reports them
+  std::vector<TensorView> input_views;
+  std::vector<TensorView> output_views;
+};
+
+namespace {
+
+TensorInfo info_of(const program::ValueSpec& value) {
+  TensorInfo info;
+  info.name = value.name;
+  info.dtype = value.dtype;
+  info.shape = Shape(std::span<const int64_t>(value.shape));
+  auto bytes = dtype_storage_bytes(value.dtype, info.shape.numel(),
+                                   info.shape.rank() == 0 ? 1 : info.shape.dim(-1));
+  info.nbytes = bytes.ok() ? *bytes : 0;
+  return info;
+}
+
+Status check_output_order(const std::string& method, const std::string& backend,
+                          const std::vector<int32_t>& order, size_t expected) {
+  std::vector<bool> seen(expected, false);
+  if (order.size() != expected)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "method '{}': backend '{}' reported {} outputs, the program exports {}", method,
+                      backend, order.size(), expected);
+  for (int32_t index : order) {
+    if (index < 0 || static_cast<size_t>(index) >= expected || seen[index])
+      return make_error(ErrorCode::kInvalidArgument,
+                        "method '{}': backend '{}' reported output index {} which is out of range "
+                        "or repeated",
+                        method, backend, index);
+    seen[index] = true;
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Method::~Method() {
+  for (auto& [backend, handle] : delegates_) backend->destroy(handle);
+}
+
+Status Method::bind_io(int32_t value_index, const TensorView& view, const TensorInfo& info) {
+  if (view.data == nullptr)
+    return make_error(ErrorCode::kInvalidArgument, "method '{}': null buffer for '{}'", name(), info.name);
+  if (view.dtype != info.dtype || view.shape != info.shape)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "method '{}': '{}' expects {} {} but was given {} {}", name(), info.name,
+                      dtype_name(info.dtype), info.shape.to_string(), dtype_name(view.dtype),
+                      view.shape.to_string());
+  if (!view.is_contiguous())
+    return make_error(ErrorCode::kInvalidArgument, "method '{}': '{}' must be contiguous", name(), info.name);
+  values_[value_index].data = view.data;
+  bound_[value_index] = true;
+  refresh_aliases();
+  return ok_status();
+}
+
+Status Method::set_input(size_t index, const TensorView& view) {
+  if (index >= num_inputs())
+    return make_error(ErrorCode::kOutOfRange, "method '{}' has {} inputs, not {}", name(), num_inputs(), index + 1);
+  return bind_io(spec_->inputs[index], view, input_infos_[index]);
+}
+
+Status Method::set_output(size_t index, const TensorView& view) {
+  if (index >= num_outputs())
+    return make_error(ErrorCode::kOutOfRange, "method '{}' has {} outputs, not {}", name(), num_outputs(), index + 1);
+  return bind_io(spec_->outputs[index], view, output_infos_[index]);
+}
+
+void Method::refresh_aliases() {
+  // Follow alias chains to their storage; the loader rejected self-aliases, and the depth bound
+  // guards against cycles.
+  for (size_t i = 0; i < spec_->values.size(); ++i) {
+    if (spec_->values[i].kind != ValueKind::kAlias) continue;
+    int32_t target = spec_->values[i].alias_of;
+    for (size_t depth = 0; depth < spec_->values.size() && spec_->values[target].kind == ValueKind::kAlias; ++depth)
+      target = spec_->values[target].alias_of;
+    values_[i].data = spec_->values[target].kind == ValueKind::kAlias ? nullptr : values_[target].data;
+  }
+}
+
+Status Method::execute() {
+  for (size_t i = 0; i < spec_->inputs.size(); ++i)
+    if (!bound_[spec_->inputs[i]])
+      return make_error(ErrorCode::kInvalidArgument, "method '{}': input {} ('{}') is not bound", name(), i,
+                        input_infos_[i].name);
+  for (size_t i = 0; i < spec_->outputs.size(); ++i)
+    if (!bound_[spec_->outputs[i]])
+      return make_error(ErrorCode::kInvalidArgument, "method '{}': output {} ('{}') is not bound", name(), i,
+                        output_infos_[i].name);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& step = steps_[s];
+    for (size_t i = 0; i < step.inputs.size(); ++i) step.input_views[i] = values_[step.inputs[i]];
+    for (size_t i = 0; i < step.outputs.size(); ++i) step.output_views[i] = values_[step.outputs[i]];
+    Status status;
+    if (step.kernel != nullptr) {
+      KernelContext ctx{step.op, step.input_views, step.output_views, AttrReader(step.op, *step.attrs)};
+      status = step.kernel(ctx);
+    } else {
+      status = step.backend->execute(step.delegate_handle, step.input_views, step.output_views);
+    }
+    if (!status.ok())
+      return status.error().with_context(fmt::format("method '{}', instruction {} ({})", name(), s, step.op));
+  }
+  return ok_status();
+}
+
+Result<std::shared_ptr<Program>> Program::load(const std::string& path, std::shared_ptr<const KernelRegistry> kernels,
+                                               std::shared_ptr<const BackendRegistry> backends) {
+  KESTREL_ASSIGN_OR_RETURN(auto loaded, program::LoadedProgram::load_file(path));
+  return from_loaded(std::move(loaded), std::move(kernels), std::move(backends));
+}
+
+Result<std::shared_ptr<Program>> Program::from_loaded(std::shared_ptr<const program::LoadedProgram> loaded,
+                                                      std::shared_ptr<const KernelRegistry> kernels,
+                                                      std::shared_ptr<const BackendRegistry> backends) {
+  if (!kernels) kernels = std::make_shared<KernelRegistry>();
+  if (!backends) backends = std::make_shared<BackendRegistry>();
+  auto program = std::make_shared<Program>();
+  program->loaded_ = std::move(loaded);
+  program->kernels_ = std::move(kernels);
+  program->backends_ = std::move(backends);
+  return program;
+}
+
+std::vector<std::string> Program::method_names() const {
+  std::vector<std::string> names;
+  for (const auto& method : loaded_->spec().methods) names.push_back(method.name);
+  return names;
+}
+
+Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) const {
+  const program::MethodSpec* spec = loaded_->find_method(name);
+  if (spec == nullptr)
+    return make_error(ErrorCode::kNotFound, "program has no method '{}' (methods: {})", name,
+                      fmt::join(method_names(), ", "));
+  std::unique_ptr<Method> method(new Method());
+  method->program_ = loaded_;
+  method->spec_ = spec;
+  method->arena_ = AlignedBuffer(spec->arena_bytes);
+  method->values_.resize(spec->values.size());
+  method->bound_.assign(spec->values.size(), false);
+  for (size_t i = 0; i < spec->values.size(); ++i) {
+    const auto& value = spec->values[i];
+    TensorView& view = method->values_[i];
+    view = TensorView::contiguous(value.dtype, Shape(std::span<const int64_t>(value.shape)), nullptr);
+    if (value.kind == ValueKind::kConstant)
+      view.data = const_cast<uint8_t*>(loaded_->constant_bytes(value).data());
+    else if (value.kind == ValueKind::kIntermediate)
+      view.data = method->arena_.data() + value.arena_offset;
+  }
+  method->refresh_aliases();
+  for (int32_t index : spec->inputs) method->input_infos_.push_back(info_of(spec->values[index]));
+  for (int32_t index : spec->outputs) method->output_infos_.push_back(info_of(spec->values[index]));
+
+  const auto& delegates = loaded_->spec().delegates;
+  for (size_t s = 0; s < spec->instructions.size(); ++s) {
+    Method::Step step;
+    if (const auto* call = std::get_if<program::KernelCall>(&spec->instructions[s])) {
+      auto kernel = kernels_->find(call->op);
+      if (!kernel.ok())
+        return kernel.error().with_context(fmt::format("method '{}', instruction {}", name, s));
+      step.op = call->op;
+      step.kernel = *kernel;
+      step.attrs = &call->attrs;
+      step.inputs = call->inputs;
+      step.outputs = call->outputs;
+    } else {
+      const auto& delegate_call = std::get<program::DelegateCall>(spec->instructions[s]);
+      const auto& delegate = delegates.at(delegate_call.delegate);
+      auto backend = backends_->find(delegate.backend_id);
+      if (!backend.ok())
+        return backend.error().with_context(fmt::format("method '{}', instruction {}", name, s));
+      if (auto available = (*backend)->is_available(); !available.ok())
+        return available.error().with_context(
+            fmt::format("method '{}' needs backend '{}', which is unavailable", name, delegate.backend_id));
+      auto instance = (*backend)->init(loaded_->segment(delegate.payload_segment), delegate.compile_specs);
+      if (!instance.ok())
+        return instance.error().with_context(
+            fmt::format("method '{}': initializing backend '{}'", name, delegate.backend_id));
+      method->delegates_.emplace_back(*backend, instance->handle);
+      KESTREL_RETURN_IF_ERROR(
+          check_output_order(name, delegate.backend_id, instance->output_order, delegate_call.outputs.size()));
+      step.op = (*backend)->id();
+      step.backend = backend->get();
+      step.delegate_handle = instance->handle;
+      step.inputs = delegate_call.inputs;
+      // Bind by exported index: the backend's k-th output is exported output output_order[k].
+      for (int32_t exported : instance->output_order) step.outputs.push_back(delegate_call.outputs[exported]);
+    }
+    step.input_views.resize(step.inputs.size());
+    step.output_views.resize(step.outputs.size());
+    method->steps_.push_back(std::move(step));
+  }
+  return method;
+}
+
+}  // namespace kestrel::runtime
