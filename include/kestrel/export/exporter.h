@@ -1,0 +1,47 @@
+// The export pipeline: checkpoint -> hf_static v1 program with a prefill and a decode method
+// that share one copy of the weights.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kestrel/core/result.h"
+#include "kestrel/export/checkpoint.h"
+#include "kestrel/export/pass_manager.h"
+#include "kestrel/program/spec.h"
+
+namespace kestrel::exporter {
+
+struct ExportOptions {
+  int64_t prefill_step = 32;
+  int64_t max_context = 0;  // 0: the checkpoint's max_position_embeddings, capped at 1024
+  DType dtype = DType::kF32;
+  std::string logits = "last";
+  // Run on every method graph before the partitioners' edge transforms.
+  std::vector<std::shared_ptr<Pass>> passes;
+  std::vector<std::shared_ptr<const Partitioner>> partitioners;
+  // Called with a line of progress for each stage (may be empty).
+  std::function<void(const std::string&)> progress;
+};
+
+struct MethodReport {
+  std::string name;
+  int64_t step = 0;
+  uint64_t arena_bytes = 0;
+  size_t instructions = 0;
+  PipelineReport pipeline;
+};
+
+struct ExportReport {
+  std::vector<MethodReport> methods;
+  uint64_t constant_bytes = 0;
+  size_t constants = 0;
+  int64_t max_context = 0;
+};
+
+Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const ExportOptions& options,
+                                            ExportReport* report = nullptr);
+
+}  // namespace kestrel::exporter

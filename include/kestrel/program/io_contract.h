@@ -1,0 +1,31 @@
+// Names shared by exporters and runners for the I/O contract a program declares in metadata.
+// The hf_static contract is specified in docs/hf_static-v1.md.
+#pragma once
+
+namespace kestrel::contract {
+
+inline constexpr const char* kIoContract = "io_contract";
+inline constexpr const char* kIoContractVersion = "io_contract_version";
+
+namespace hf_static {
+inline constexpr const char* kName = "hf_static";
+inline constexpr int kVersion = 1;
+
+inline constexpr const char* kPrefillMethod = "prefill_method";
+inline constexpr const char* kDecodeMethod = "decode_method";
+inline constexpr const char* kPrefillStep = "prefill_step";
+inline constexpr const char* kMaxContext = "max_context";
+inline constexpr const char* kVocabSize = "vocab_size";
+inline constexpr const char* kNumLayers = "n_layers";
+inline constexpr const char* kNumHeads = "n_heads";
+inline constexpr const char* kNumKvHeads = "n_kv_heads";
+inline constexpr const char* kHeadDim = "head_dim";
+inline constexpr const char* kCacheDtype = "cache_dtype";
+inline constexpr const char* kLogits = "logits";  // "last" or "all"
+inline constexpr const char* kBosId = "bos_id";
+inline constexpr const char* kEosIds = "eos_ids";
+inline constexpr const char* kTokenizerFormat = "tokenizer_format";    // "hf_json" | "llama2c" | "none"
+inline constexpr const char* kTokenizerSegment = "tokenizer_segment";  // segment index holding its bytes
+}  // namespace hf_static
+
+}  // namespace kestrel::contract

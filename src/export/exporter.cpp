@@ -1,0 +1,121 @@
+#include "kestrel/export/exporter.h"
+
+#include <algorithm>
+
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/export/constant_table.h"
+#include "kestrel/export/decoder_builder.h"
+#include "kestrel/export/memory_planner.h"
+#include "kestrel/export/program_emitter.h"
+#include "kestrel/program/io_contract.h"
+
+namespace kestrel::exporter {
+
+namespace {
+
+namespace keys = contract::hf_static;
+
+struct PlannedMethod {
+  std::string name;
+  int64_t step;
+  Graph graph;
+  MemoryPlan plan;
+  PipelineReport pipeline;
+};
+
+std::string tokenizer_format_name(TokenizerFormat format) {
+  switch (format) {
+    case TokenizerFormat::kHfJson: return "hf_json";
+    case TokenizerFormat::kLlama2c: return "llama2c";
+    default: return "none";
+  }
+}
+
+}  // namespace
+
+Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const ExportOptions& options,
+                                            ExportReport* report) {
+  const ModelConfig& config = checkpoint.config();
+  auto progress = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  if (!dtype_is_float(options.dtype))
+    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16 or bf16, got {}", dtype_name(options.dtype));
+  const int64_t max_context =
+      options.max_context > 0 ? options.max_context : std::min<int64_t>(config.max_position_embeddings, 1024);
+  if (options.prefill_step < 1)
+    return make_error(ErrorCode::kInvalidArgument, "prefill step must be >= 1, got {}", options.prefill_step);
+  if (options.prefill_step > max_context)
+    return make_error(ErrorCode::kInvalidArgument, "prefill step ({}) exceeds max context ({})", options.prefill_step,
+                      max_context);
+  if (config.max_position_embeddings > 0 && max_context > config.max_position_embeddings)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "max context ({}) exceeds the model's max_position_embeddings ({})", max_context,
+                      config.max_position_embeddings);
+
+  WeightCache weights(checkpoint, options.dtype);
+  ConstantTable constants;
+  std::vector<PlannedMethod> methods;
+  for (const auto& [name, step] : {std::pair<std::string, int64_t>{"prefill", options.prefill_step},
+                                   std::pair<std::string, int64_t>{"decode", 1}}) {
+    progress(fmt::format("building '{}' (T={}, context {})", name, step, max_context));
+    DecoderOptions decoder{step, max_context, options.dtype, options.logits};
+    auto graph = build_decoder_graph(weights, decoder);
+    if (!graph.ok()) return graph.error().with_context(fmt::format("building method '{}'", name));
+    PassManager passes;
+    for (const auto& pass : options.passes) passes.add_pass(pass);
+    for (const auto& partitioner : options.partitioners) passes.add_partitioner(partitioner);
+    auto pipeline = passes.run(*graph);
+    if (!pipeline.ok()) return pipeline.error().with_context(fmt::format("method '{}'", name));
+    KESTREL_RETURN_IF_ERROR(lift_constants(*graph, constants));
+    auto plan = plan_memory(*graph);
+    if (!plan.ok()) return plan.error().with_context(fmt::format("planning memory of '{}'", name));
+    methods.push_back(PlannedMethod{name, step, std::move(graph).value(), std::move(plan).value(),
+                                    std::move(pipeline).value()});
+  }
+
+  progress(fmt::format("packing {} constants", constants.entries().size()));
+  program::ProgramSpec program;
+  ProgramEmitter emitter;
+  KESTREL_RETURN_IF_ERROR(emitter.add_constants(constants, program));
+  if (report != nullptr) {
+    report->constants = constants.entries().size();
+    report->constant_bytes = program.segments.front().size();
+    report->max_context = max_context;
+  }
+  for (PlannedMethod& planned : methods) {
+    KESTREL_ASSIGN_OR_RETURN(auto method, emitter.emit_method(planned.name, planned.graph, planned.plan, program));
+    if (report != nullptr)
+      report->methods.push_back(MethodReport{planned.name, planned.step, method.arena_bytes,
+                                             method.instructions.size(), planned.pipeline});
+    program.methods.push_back(std::move(method));
+  }
+
+  auto& meta = program.metadata;
+  meta[contract::kIoContract] = std::string(keys::kName);
+  meta[contract::kIoContractVersion] = int64_t{keys::kVersion};
+  meta[keys::kPrefillMethod] = std::string("prefill");
+  meta[keys::kDecodeMethod] = std::string("decode");
+  meta[keys::kPrefillStep] = options.prefill_step;
+  meta[keys::kMaxContext] = max_context;
+  meta[keys::kVocabSize] = config.vocab_size;
+  meta[keys::kNumLayers] = config.num_layers;
+  meta[keys::kNumHeads] = config.num_heads;
+  meta[keys::kNumKvHeads] = config.num_kv_heads;
+  meta[keys::kHeadDim] = config.head_dim;
+  meta[keys::kCacheDtype] = std::string("f32");
+  meta[keys::kLogits] = options.logits;
+  meta[keys::kBosId] = config.bos_id;
+  meta[keys::kEosIds] = config.eos_ids;
+  meta["model_architecture"] = config.architecture;
+  meta["weight_dtype"] = std::string(dtype_name(options.dtype));
+  meta["source"] = checkpoint.source();
+  meta[keys::kTokenizerFormat] = tokenizer_format_name(checkpoint.tokenizer_format());
+  if (checkpoint.tokenizer_format() != TokenizerFormat::kNone) {
+    meta[keys::kTokenizerSegment] = static_cast<int64_t>(program.segments.size());
+    program.segments.push_back(checkpoint.tokenizer_bytes());
+  }
+  return program;
+}
+
+}  // namespace kestrel::exporter

@@ -1,0 +1,121 @@
+#include "kestrel/export/program_emitter.h"
+
+#include <cstring>
+
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::exporter {
+
+using program::ValueKind;
+
+Status ProgramEmitter::add_constants(const ConstantTable& table, program::ProgramSpec& program) {
+  uint64_t total = 0;
+  for (const auto& entry : table.entries())
+    total = (total + program::kSegmentAlignment - 1) / program::kSegmentAlignment * program::kSegmentAlignment +
+            entry.data->bytes.size();
+  const auto segment = static_cast<uint32_t>(program.segments.size());
+  std::vector<uint8_t> bytes(total);
+  uint64_t offset = 0;
+  for (const auto& entry : table.entries()) {
+    offset = (offset + program::kSegmentAlignment - 1) / program::kSegmentAlignment * program::kSegmentAlignment;
+    const auto& data = entry.data->bytes;
+    if (!data.empty()) std::memcpy(bytes.data() + offset, data.data(), data.size());
+    constants_[entry.name] = program::ConstantRef{segment, offset, data.size()};
+    offset += data.size();
+  }
+  program.segments.push_back(std::move(bytes));
+  return ok_status();
+}
+
+Result<program::MethodSpec> ProgramEmitter::emit_method(const std::string& name, const Graph& graph,
+                                                        const MemoryPlan& plan, program::ProgramSpec& program) {
+  program::MethodSpec method;
+  method.name = name;
+  method.arena_bytes = plan.arena_bytes;
+  std::vector<int32_t> index_of(graph.values().size(), -1);
+  std::vector<bool> is_output(graph.values().size(), false);
+  for (ValueId id : graph.outputs()) is_output[id] = true;
+
+  auto add_value = [&](ValueId id) -> Result<int32_t> {
+    if (index_of[id] >= 0) return index_of[id];
+    const Value& value = graph.value(id);
+    program::ValueSpec spec;
+    spec.name = value.name;
+    spec.dtype = value.dtype;
+    spec.shape = value.shape;
+    if (value.input_kind == InputKind::kParameter || value.input_kind == InputKind::kConstant) {
+      auto it = constants_.find(value.name);
+      if (it == constants_.end())
+        return make_error(ErrorCode::kInternal, "method '{}': constant '{}' was not lifted", name, value.name);
+      spec.kind = ValueKind::kConstant;
+      spec.constant = it->second;
+    } else if (value.input_kind != InputKind::kNone) {
+      spec.kind = ValueKind::kInput;
+    } else if (is_output[id]) {
+      if (value.alias_of >= 0)
+        return make_error(ErrorCode::kUnsupported, "method '{}': output '{}' is an alias; outputs need own storage",
+                          name, value.name);
+      spec.kind = ValueKind::kOutput;
+    } else if (value.alias_of >= 0) {
+      spec.kind = ValueKind::kAlias;  // alias_of is filled below, once the target has an index
+    } else {
+      auto it = plan.offsets.find(id);
+      if (it == plan.offsets.end())
+        return make_error(ErrorCode::kInternal, "method '{}': value '{}' has no arena offset", name, value.name);
+      spec.kind = ValueKind::kIntermediate;
+      spec.arena_offset = it->second;
+    }
+    index_of[id] = static_cast<int32_t>(method.values.size());
+    method.values.push_back(std::move(spec));
+    return index_of[id];
+  };
+
+  for (ValueId id : graph.inputs()) {
+    const InputKind kind = graph.value(id).input_kind;
+    if (kind != InputKind::kUser && kind != InputKind::kBuffer) continue;
+    KESTREL_ASSIGN_OR_RETURN(int32_t index, add_value(id));
+    method.inputs.push_back(index);
+  }
+  for (ValueId id : graph.outputs()) {
+    KESTREL_ASSIGN_OR_RETURN(int32_t index, add_value(id));
+    method.outputs.push_back(index);
+  }
+
+  for (const Node& node : graph.nodes()) {
+    std::vector<int32_t> inputs, outputs;
+    for (ValueId id : node.inputs) {
+      KESTREL_ASSIGN_OR_RETURN(int32_t index, add_value(id));
+      inputs.push_back(index);
+    }
+    for (ValueId id : node.outputs) {
+      KESTREL_ASSIGN_OR_RETURN(int32_t index, add_value(id));
+      outputs.push_back(index);
+    }
+    // A reshape whose output aliases its input moves no bytes: nothing to run.
+    if (node.op == "reshape" && graph.value(node.outputs[0]).alias_of == node.inputs[0] &&
+        method.values[outputs[0]].kind == ValueKind::kAlias)
+      continue;
+    if (node.op == "delegate") {
+      const LoweredDelegate& lowered = graph.delegates().at(node.delegate);
+      program::DelegateSpec delegate;
+      delegate.backend_id = lowered.backend_id;
+      delegate.payload_segment = static_cast<uint32_t>(program.segments.size());
+      delegate.compile_specs = lowered.compile_specs;
+      program.segments.push_back(lowered.payload);
+      const auto index = static_cast<uint32_t>(program.delegates.size());
+      program.delegates.push_back(std::move(delegate));
+      method.instructions.push_back(program::DelegateCall{index, std::move(inputs), std::move(outputs)});
+    } else {
+      method.instructions.push_back(program::KernelCall{node.op, std::move(inputs), std::move(outputs), node.attrs});
+    }
+  }
+  for (size_t id = 0; id < graph.values().size(); ++id) {
+    const int32_t index = index_of[id];
+    if (index < 0 || method.values[index].kind != ValueKind::kAlias) continue;
+    KESTREL_ASSIGN_OR_RETURN(int32_t target, add_value(graph.value(static_cast<ValueId>(id)).alias_of));
+    method.values[index].alias_of = target;
+  }
+  return method;
+}
+
+}  // namespace kestrel::exporter
