@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kestrel/core/result.h"
 #include "kestrel/program/spec.h"
@@ -32,6 +33,13 @@ class LoadedProgram {
   std::span<const uint8_t> constant_bytes(const ValueSpec& value) const;
   const MethodSpec* find_method(std::string_view name) const;
   uint64_t file_bytes() const { return size_; }
+  // The file format version from the header (the program version is spec().version).
+  uint32_t format_version() const { return format_version_; }
+  // Every byte of the file: the read-only mapping (load_file) or the aligned copy (load_bytes).
+  // Segments and constants are subspans of it.
+  std::span<const uint8_t> file_span() const { return {base_, static_cast<size_t>(size_)}; }
+  // True when the bytes are a mapping of the file rather than a copy.
+  bool is_mapped() const { return mapping_ != nullptr; }
 
  private:
   LoadedProgram() = default;
@@ -41,6 +49,7 @@ class LoadedProgram {
   std::vector<std::span<const uint8_t>> segments_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  uint32_t format_version_ = 0;
   void* mapping_ = nullptr;       // munmap on destruction when non-null
   uint8_t* owned_copy_ = nullptr; // free on destruction when non-null
 };

@@ -35,6 +35,8 @@ struct ConstantRef {
   uint32_t segment = 0;
   uint64_t offset = 0;  // from the segment start
   uint64_t nbytes = 0;
+
+  friend bool operator==(const ConstantRef&, const ConstantRef&) = default;
 };
 
 struct ValueSpec {
@@ -45,6 +47,8 @@ struct ValueSpec {
   ConstantRef constant;       // kConstant only
   uint64_t arena_offset = 0;  // kIntermediate only
   int32_t alias_of = -1;      // kAlias only: index into MethodSpec::values
+
+  friend bool operator==(const ValueSpec&, const ValueSpec&) = default;
 };
 
 struct KernelCall {
@@ -52,12 +56,16 @@ struct KernelCall {
   std::vector<int32_t> inputs;  // indices into MethodSpec::values
   std::vector<int32_t> outputs;
   Attrs attrs;
+
+  friend bool operator==(const KernelCall&, const KernelCall&) = default;
 };
 
 struct DelegateCall {
   uint32_t delegate = 0;        // index into ProgramSpec::delegates
   std::vector<int32_t> inputs;  // in the order the delegate's payload expects them
   std::vector<int32_t> outputs; // in exported order: outputs[i] is the delegate's exported output i
+
+  friend bool operator==(const DelegateCall&, const DelegateCall&) = default;
 };
 
 using Instruction = std::variant<KernelCall, DelegateCall>;
@@ -69,12 +77,16 @@ struct MethodSpec {
   std::vector<int32_t> outputs;  // value indices, in the method's I/O order
   std::vector<Instruction> instructions;
   uint64_t arena_bytes = 0;
+
+  friend bool operator==(const MethodSpec&, const MethodSpec&) = default;
 };
 
 struct DelegateSpec {
   std::string backend_id;
   uint32_t payload_segment = 0;
   std::map<std::string, std::vector<uint8_t>> compile_specs;
+
+  friend bool operator==(const DelegateSpec&, const DelegateSpec&) = default;
 };
 
 struct ProgramSpec {
@@ -85,6 +97,8 @@ struct ProgramSpec {
   // Bytes of each segment. Filled for writing; the loader leaves this empty and serves the
   // bytes from the mapped file (LoadedProgram::segment).
   std::vector<std::vector<uint8_t>> segments;
+
+  friend bool operator==(const ProgramSpec&, const ProgramSpec&) = default;
 };
 
 }  // namespace kestrel::program
