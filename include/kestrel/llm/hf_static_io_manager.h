@@ -1,0 +1,83 @@
+// The hf_static v1 contract (docs/hf_static-v1.md): a prefill method with a fixed step and a
+// decode method with step 1; float KV caches are program I/O owned by this manager.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kestrel/llm/io_buffers.h"
+#include "kestrel/llm/io_manager.h"
+
+namespace kestrel::llm {
+
+struct HfStaticConfig {
+  std::string prefill_method;
+  std::string decode_method;
+  int64_t prefill_step = 0;
+  int64_t max_context = 0;
+  int64_t vocab_size = 0;
+  int64_t n_layers = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  std::string cache_dtype;
+  std::string logits;
+  int64_t bos_id = -1;
+  std::vector<int64_t> eos_ids;
+};
+
+// Reads and checks every field; the error names the first field that is missing or invalid.
+Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadata);
+// Checks a method's I/O count, names' order, dtypes and shapes against the config for step T.
+Status validate_hf_static_method(const runtime::Method& method, const HfStaticConfig& config, int64_t step);
+
+// How the prompt tail (fewer tokens than a prefill step) is run.
+enum class TailPolicy {
+  kDecode,   // one decode call per token
+  kOverlap,  // one prefill call over the last `prefill_step` positions, recomputing the earlier
+             // ones (identical results), when it is measured to be cheaper than the decode calls
+};
+
+class HfStaticIOManager final : public IOManager {
+ public:
+  Status load(std::shared_ptr<const runtime::Program> program,
+              std::shared_ptr<runtime::BufferAllocator> allocator) override;
+  const ModelInfo& model_info() const override { return info_; }
+  Result<std::span<const float>> forward(std::span<const int64_t> tokens, int64_t start) override;
+  void reset() override;
+
+  const HfStaticConfig& config() const { return config_; }
+  void set_tail_policy(TailPolicy policy) { tail_policy_ = policy; }
+  // Calls made so far, for tests and stats.
+  int64_t prefill_calls() const { return prefill_calls_; }
+  int64_t decode_calls() const { return decode_calls_; }
+  const IoBuffers& buffers() const { return *buffers_; }
+
+ private:
+  struct MethodIo {
+    std::unique_ptr<runtime::Method> method;
+    int64_t step = 0;
+    int64_t* tokens = nullptr;
+    int64_t* positions = nullptr;
+    float* logits = nullptr;
+    int64_t logit_rows = 0;
+    std::vector<float*> new_kv;  // per layer: k, v  [1, n_kv_heads, step, head_dim]
+  };
+  Result<MethodIo> prepare(const std::string& name, int64_t step);
+  // Runs one call on `io` over positions [first, first + io.step) and writes the new cache slices.
+  Status run(MethodIo& io, int64_t first);
+
+  std::shared_ptr<const runtime::Program> program_;
+  std::unique_ptr<IoBuffers> buffers_;  // declared after program_: freed before it
+  HfStaticConfig config_;
+  ModelInfo info_;
+  std::vector<float*> caches_;  // per layer: k, v  [1, n_kv_heads, max_context, head_dim]
+  MethodIo prefill_, decode_;
+  std::vector<int64_t> history_;  // token at each filled position
+  TailPolicy tail_policy_ = TailPolicy::kOverlap;
+  double prefill_seconds_ = 0, decode_seconds_ = 0;  // running means per call
+  int64_t prefill_calls_ = 0, decode_calls_ = 0;
+};
+
+}  // namespace kestrel::llm

@@ -1,0 +1,223 @@
+#include "kestrel/llm/hf_static_io_manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/program/io_contract.h"
+
+namespace kestrel::llm {
+
+namespace keys = contract::hf_static;
+
+namespace {
+
+Error field_error(const char* field, const std::string& problem) {
+  return make_error(ErrorCode::kInvalidArgument, "hf_static v1: metadata '{}' {}", field, problem);
+}
+
+template <typename T>
+Result<T> read(const program::Metadata& metadata, const char* field, const char* type_name) {
+  auto it = metadata.find(field);
+  if (it == metadata.end()) return field_error(field, "is missing");
+  if (!std::holds_alternative<T>(it->second)) return field_error(field, fmt::format("must be {}", type_name));
+  return std::get<T>(it->second);
+}
+
+Result<int64_t> read_positive(const program::Metadata& metadata, const char* field) {
+  KESTREL_ASSIGN_OR_RETURN(int64_t value, read<int64_t>(metadata, field, "an integer"));
+  if (value < 1) return field_error(field, fmt::format("must be >= 1 (got {})", value));
+  return value;
+}
+
+Status expect_tensor(const runtime::Method& method, const runtime::TensorInfo& info, const std::string& role,
+                     DType dtype, const Shape& shape) {
+  if (info.dtype != dtype || info.shape != shape)
+    return make_error(ErrorCode::kInvalidArgument, "hf_static v1: method '{}' {} '{}' is {} {}, expected {} {}",
+                      method.name(), role, info.name, dtype_name(info.dtype), info.shape.to_string(),
+                      dtype_name(dtype), shape.to_string());
+  return ok_status();
+}
+
+}  // namespace
+
+Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadata) {
+  HfStaticConfig config;
+  KESTREL_ASSIGN_OR_RETURN(config.prefill_method, read<std::string>(metadata, keys::kPrefillMethod, "a string"));
+  KESTREL_ASSIGN_OR_RETURN(config.decode_method, read<std::string>(metadata, keys::kDecodeMethod, "a string"));
+  KESTREL_ASSIGN_OR_RETURN(config.prefill_step, read_positive(metadata, keys::kPrefillStep));
+  KESTREL_ASSIGN_OR_RETURN(config.max_context, read_positive(metadata, keys::kMaxContext));
+  if (config.prefill_step > config.max_context)
+    return field_error(keys::kPrefillStep,
+                       fmt::format("({}) exceeds max_context ({})", config.prefill_step, config.max_context));
+  KESTREL_ASSIGN_OR_RETURN(config.vocab_size, read_positive(metadata, keys::kVocabSize));
+  KESTREL_ASSIGN_OR_RETURN(config.n_layers, read_positive(metadata, keys::kNumLayers));
+  KESTREL_ASSIGN_OR_RETURN(config.n_kv_heads, read_positive(metadata, keys::kNumKvHeads));
+  KESTREL_ASSIGN_OR_RETURN(config.head_dim, read_positive(metadata, keys::kHeadDim));
+  KESTREL_ASSIGN_OR_RETURN(config.cache_dtype, read<std::string>(metadata, keys::kCacheDtype, "a string"));
+  if (config.cache_dtype != "f32")
+    return field_error(keys::kCacheDtype,
+                       fmt::format("is '{}'; version 1 defines float caches only ('f32')", config.cache_dtype));
+  KESTREL_ASSIGN_OR_RETURN(config.logits, read<std::string>(metadata, keys::kLogits, "a string"));
+  if (config.logits != "last" && config.logits != "all")
+    return field_error(keys::kLogits, fmt::format("is '{}'; expected 'last' or 'all'", config.logits));
+  KESTREL_ASSIGN_OR_RETURN(config.bos_id, read<int64_t>(metadata, keys::kBosId, "an integer"));
+  if (config.bos_id < -1 || config.bos_id >= config.vocab_size)
+    return field_error(keys::kBosId, fmt::format("({}) is outside the vocabulary [0, {}) and not -1", config.bos_id,
+                                                 config.vocab_size));
+  KESTREL_ASSIGN_OR_RETURN(config.eos_ids, read<std::vector<int64_t>>(metadata, keys::kEosIds, "an integer list"));
+  for (int64_t id : config.eos_ids)
+    if (id < 0 || id >= config.vocab_size)
+      return field_error(keys::kEosIds,
+                         fmt::format("contains {}, outside the vocabulary [0, {})", id, config.vocab_size));
+  if (config.prefill_method == config.decode_method)
+    return field_error(keys::kDecodeMethod, "names the same method as prefill_method");
+  return config;
+}
+
+Status validate_hf_static_method(const runtime::Method& method, const HfStaticConfig& config, int64_t step) {
+  const int64_t L = config.n_layers, H = config.n_kv_heads, C = config.max_context, Dh = config.head_dim;
+  const size_t expected_inputs = 2 + 2 * static_cast<size_t>(L);
+  if (method.num_inputs() != expected_inputs || method.num_outputs() != expected_inputs - 1)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "hf_static v1: method '{}' has {} inputs and {} outputs; n_layers={} needs {} and {}",
+                      method.name(), method.num_inputs(), method.num_outputs(), L, expected_inputs,
+                      expected_inputs - 1);
+  KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.input_info(0), "input 0 (tokens)", DType::kI64, {1, step}));
+  KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.input_info(1), "input 1 (positions)", DType::kI64, {step}));
+  for (int64_t i = 0; i < 2 * L; ++i)
+    KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.input_info(2 + i), fmt::format("input {} (cache)", 2 + i),
+                                          DType::kF32, {1, H, C, Dh}));
+  const int64_t rows = config.logits == "last" ? 1 : step;
+  KESTREL_RETURN_IF_ERROR(
+      expect_tensor(method, method.output_info(0), "output 0 (logits)", DType::kF32, {1, rows, config.vocab_size}));
+  for (int64_t i = 0; i < 2 * L; ++i)
+    KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.output_info(1 + i),
+                                          fmt::format("output {} (new cache slice)", 1 + i), DType::kF32,
+                                          {1, H, step, Dh}));
+  return ok_status();
+}
+
+Status HfStaticIOManager::load(std::shared_ptr<const runtime::Program> program,
+                               std::shared_ptr<runtime::BufferAllocator> allocator) {
+  KESTREL_ASSIGN_OR_RETURN(config_, parse_hf_static_metadata(program->metadata()));
+  program_ = std::move(program);
+  buffers_ = std::make_unique<IoBuffers>(std::move(allocator));
+  info_ = ModelInfo{config_.vocab_size, config_.max_context, config_.bos_id, config_.eos_ids};
+
+  // Caches are shared by both methods: one buffer per layer and kind.
+  runtime::TensorInfo cache_info;
+  cache_info.dtype = DType::kF32;
+  cache_info.shape = Shape{1, config_.n_kv_heads, config_.max_context, config_.head_dim};
+  cache_info.nbytes = static_cast<size_t>(cache_info.shape.numel()) * sizeof(float);
+  caches_.clear();
+  for (int64_t l = 0; l < config_.n_layers; ++l)
+    for (const char* kind : {"k", "v"}) {
+      cache_info.name = fmt::format("{}_cache_{}", kind, l);
+      KESTREL_ASSIGN_OR_RETURN(void* buffer, buffers_->allocate(cache_info));
+      caches_.push_back(static_cast<float*>(buffer));
+    }
+  KESTREL_ASSIGN_OR_RETURN(prefill_, prepare(config_.prefill_method, config_.prefill_step));
+  KESTREL_ASSIGN_OR_RETURN(decode_, prepare(config_.decode_method, 1));
+  history_.clear();
+  return ok_status();
+}
+
+Result<HfStaticIOManager::MethodIo> HfStaticIOManager::prepare(const std::string& name, int64_t step) {
+  MethodIo io;
+  auto method = program_->load_method(name);
+  if (!method.ok()) return method.error().with_context("hf_static v1");
+  io.method = std::move(method).value();
+  io.step = step;
+  KESTREL_RETURN_IF_ERROR(validate_hf_static_method(*io.method, config_, step));
+  runtime::Method& m = *io.method;
+  KESTREL_ASSIGN_OR_RETURN(void* tokens, buffers_->allocate(m.input_info(0)));
+  KESTREL_ASSIGN_OR_RETURN(void* positions, buffers_->allocate(m.input_info(1)));
+  KESTREL_RETURN_IF_ERROR(buffers_->bind_input(m, 0, tokens));
+  KESTREL_RETURN_IF_ERROR(buffers_->bind_input(m, 1, positions));
+  for (size_t i = 0; i < caches_.size(); ++i) KESTREL_RETURN_IF_ERROR(buffers_->bind_input(m, 2 + i, caches_[i]));
+  KESTREL_ASSIGN_OR_RETURN(void* logits, buffers_->allocate(m.output_info(0)));
+  KESTREL_RETURN_IF_ERROR(buffers_->bind_output(m, 0, logits));
+  for (size_t i = 0; i < caches_.size(); ++i) {
+    KESTREL_ASSIGN_OR_RETURN(void* slice, buffers_->allocate(m.output_info(1 + i)));
+    KESTREL_RETURN_IF_ERROR(buffers_->bind_output(m, 1 + i, slice));
+    io.new_kv.push_back(static_cast<float*>(slice));
+  }
+  io.tokens = static_cast<int64_t*>(tokens);
+  io.positions = static_cast<int64_t*>(positions);
+  io.logits = static_cast<float*>(logits);
+  io.logit_rows = m.output_info(0).shape[1];
+  return io;
+}
+
+Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
+  for (int64_t t = 0; t < io.step; ++t) {
+    io.tokens[t] = history_[first + t];
+    io.positions[t] = first + t;
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  KESTREL_RETURN_IF_ERROR(io.method->execute());
+  // The runner owns the caches: write each new slice at its position.
+  const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
+  for (size_t i = 0; i < caches_.size(); ++i)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < io.step; ++t)
+        std::memcpy(caches_[i] + (h * C + first + t) * Dh, io.new_kv[i] + (h * io.step + t) * Dh,
+                    Dh * sizeof(float));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  int64_t& calls = &io == &prefill_ ? prefill_calls_ : decode_calls_;
+  double& mean = &io == &prefill_ ? prefill_seconds_ : decode_seconds_;
+  ++calls;
+  mean += (seconds - mean) / static_cast<double>(std::min<int64_t>(calls, 16));
+  return ok_status();
+}
+
+Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_t> tokens, int64_t start) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "hf_static v1: forward needs at least one token");
+  if (start < 0 || start > static_cast<int64_t>(history_.size()) || start + n > config_.max_context)
+    return make_error(ErrorCode::kCapacity, "hf_static v1: positions [{}, {}) do not fit the context of {}", start,
+                      start + n, config_.max_context);
+  for (int64_t token : tokens)
+    if (token < 0 || token >= config_.vocab_size)
+      return make_error(ErrorCode::kInvalidArgument, "hf_static v1: token id {} is outside the vocabulary [0, {})",
+                        token, config_.vocab_size);
+  history_.resize(start);
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+
+  const int64_t T = config_.prefill_step;
+  int64_t position = start;
+  const float* last_logits = nullptr;
+  auto last_row = [](const MethodIo& io, int64_t vocab) { return io.logits + (io.logit_rows - 1) * vocab; };
+  while (start + n - position >= T && T > 1) {
+    KESTREL_RETURN_IF_ERROR(run(prefill_, position));
+    position += T;
+    last_logits = last_row(prefill_, config_.vocab_size);
+  }
+  const int64_t tail = start + n - position;
+  const bool overlap = tail > 1 && tail_policy_ == TailPolicy::kOverlap && T > 1 && start + n >= T &&
+                       prefill_calls_ > 0 && decode_calls_ > 0 &&
+                       prefill_seconds_ < static_cast<double>(tail) * decode_seconds_;
+  if (overlap) {
+    // Recomputing positions already in the cache gives the same slices, so this is exact.
+    KESTREL_RETURN_IF_ERROR(run(prefill_, start + n - T));
+    position = start + n;
+    last_logits = last_row(prefill_, config_.vocab_size);
+  }
+  for (; position < start + n; ++position) {
+    KESTREL_RETURN_IF_ERROR(run(decode_, position));
+    last_logits = last_row(decode_, config_.vocab_size);
+  }
+  return std::span<const float>(last_logits, static_cast<size_t>(config_.vocab_size));
+}
+
+void HfStaticIOManager::reset() {
+  history_.clear();
+  const size_t floats = static_cast<size_t>(config_.n_kv_heads * config_.max_context * config_.head_dim);
+  for (float* cache : caches_) std::memset(cache, 0, floats * sizeof(float));
+}
+
+}  // namespace kestrel::llm

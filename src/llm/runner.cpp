@@ -1,0 +1,206 @@
+#include "kestrel/llm/runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/kernels/portable.h"
+#include "kestrel/llm/stop_strings.h"
+#include "kestrel/program/io_contract.h"
+
+namespace kestrel::llm {
+
+namespace keys = contract::hf_static;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// The tokenizer embedded in the program, or null when the program carries none.
+Result<std::unique_ptr<Tokenizer>> load_embedded_tokenizer(const runtime::Program& program, int64_t vocab_size) {
+  const auto& meta = program.metadata();
+  auto format_it = meta.find(keys::kTokenizerFormat);
+  if (format_it == meta.end() || !std::holds_alternative<std::string>(format_it->second))
+    return std::unique_ptr<Tokenizer>();
+  const std::string& format = std::get<std::string>(format_it->second);
+  if (format == "none") return std::unique_ptr<Tokenizer>();
+  auto segment_it = meta.find(keys::kTokenizerSegment);
+  if (segment_it == meta.end() || !std::holds_alternative<int64_t>(segment_it->second))
+    return make_error(ErrorCode::kInvalidArgument, "metadata '{}' is missing or not an integer",
+                      keys::kTokenizerSegment);
+  const int64_t segment = std::get<int64_t>(segment_it->second);
+  if (segment < 0 || static_cast<size_t>(segment) >= program.loaded().num_segments())
+    return make_error(ErrorCode::kOutOfRange, "metadata '{}' = {} but the program has {} segments",
+                      keys::kTokenizerSegment, segment, program.loaded().num_segments());
+  const auto bytes = program.loaded().segment(static_cast<uint32_t>(segment));
+  Result<std::unique_ptr<Tokenizer>> tokenizer =
+      format == "hf_json"   ? load_hf_tokenizer(bytes)
+      : format == "llama2c" ? load_llama2c_tokenizer(bytes, vocab_size)
+                            : Result<std::unique_ptr<Tokenizer>>(make_error(
+                                  ErrorCode::kUnsupported, "metadata '{}' = '{}' (known: hf_json, llama2c, none)",
+                                  keys::kTokenizerFormat, format));
+  if (!tokenizer.ok()) return tokenizer.error().with_context("loading the program's tokenizer");
+  if ((*tokenizer)->vocab_size() > vocab_size)
+    return make_error(ErrorCode::kInvalidArgument, "the tokenizer has {} tokens but the model's vocabulary is {}",
+                      (*tokenizer)->vocab_size(), vocab_size);
+  return tokenizer;
+}
+
+}  // namespace
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+Result<std::unique_ptr<Runner>> Runner::load(const std::string& path, const RunnerOptions& options) {
+  const auto start = Clock::now();
+  auto kernels = options.kernels ? options.kernels : kernels::portable_kernel_registry();
+  auto program = runtime::Program::load(path, kernels, options.backends);
+  if (!program.ok()) return program.error().with_context(path);
+  KESTREL_ASSIGN_OR_RETURN(auto runner, from_program(*program, options));
+  runner->load_ms_ = ms_since(start);
+  return runner;
+}
+
+Result<std::unique_ptr<Runner>> Runner::from_program(std::shared_ptr<const runtime::Program> program,
+                                                     const RunnerOptions& options) {
+  const auto start = Clock::now();
+  const IOManagerRegistry& registry = options.io_managers ? *options.io_managers : IOManagerRegistry::global();
+  KESTREL_ASSIGN_OR_RETURN(auto io, registry.create_for(*program));
+  std::shared_ptr<runtime::BufferAllocator> allocator = options.allocator_instance;
+  if (!allocator) {
+    KESTREL_ASSIGN_OR_RETURN(auto made, runtime::make_buffer_allocator(options.allocator));
+    allocator = std::move(made);
+  }
+  KESTREL_RETURN_IF_ERROR(io->load(program, allocator));
+  std::unique_ptr<Runner> runner(new Runner());
+  KESTREL_ASSIGN_OR_RETURN(runner->tokenizer_, load_embedded_tokenizer(*program, io->model_info().vocab_size));
+  runner->program_ = std::move(program);
+  runner->io_ = std::move(io);
+  runner->load_ms_ = ms_since(start);
+  return runner;
+}
+
+void Runner::reset() {
+  io_->reset();
+  history_.clear();
+  pending_.reset();
+  position_ = 0;
+}
+
+Result<GenerationResult> Runner::generate(const std::string& prompt, const GenerationConfig& config,
+                                          const TextCallback& on_text) {
+  if (!tokenizer_)
+    return make_error(ErrorCode::kUnsupported, "this program carries no tokenizer; pass token ids instead");
+  const bool bos = config.add_bos && position_ == 0 && model_info().bos_id >= 0;
+  KESTREL_ASSIGN_OR_RETURN(auto ids, tokenizer_->encode(prompt, bos));
+  return run(std::move(ids), config, on_text);
+}
+
+Result<GenerationResult> Runner::generate_ids(const std::vector<int64_t>& prompt_ids, const GenerationConfig& config,
+                                              const TextCallback& on_text) {
+  return run(prompt_ids, config, on_text);
+}
+
+Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const GenerationConfig& config,
+                                     const TextCallback& on_text) {
+  const ModelInfo& info = model_info();
+  // Everything that can fail is checked before the first forward call.
+  if (prompt_ids.empty())
+    return make_error(ErrorCode::kInvalidArgument, "the prompt is empty (no tokens to process)");
+  if (config.max_new_tokens < 0)
+    return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}", config.max_new_tokens);
+  KESTREL_RETURN_IF_ERROR(Sampler::validate(config.sampler));
+  for (int64_t id : prompt_ids)
+    if (id < 0 || id >= info.vocab_size)
+      return make_error(ErrorCode::kInvalidArgument, "prompt token id {} is outside the vocabulary [0, {})", id,
+                        info.vocab_size);
+  const auto prompt_tokens = static_cast<int64_t>(prompt_ids.size());
+  // The previous turn's last sampled token has not been through the model yet: it goes first.
+  std::vector<int64_t> feed;
+  if (pending_) feed.push_back(*pending_);
+  feed.insert(feed.end(), prompt_ids.begin(), prompt_ids.end());
+  // The last sampled token is never fed back, so n new tokens need n - 1 further positions.
+  const int64_t needed =
+      position_ + static_cast<int64_t>(feed.size()) + std::max<int64_t>(config.max_new_tokens - 1, 0);
+  if (needed > info.max_context)
+    return make_error(ErrorCode::kCapacity,
+                      "prompt of {} tokens plus {} new tokens after {} already in the session needs {} positions, "
+                      "but the program's context is {}",
+                      prompt_tokens, config.max_new_tokens, position_, needed, info.max_context);
+
+  GenerationResult result;
+  result.prompt_token_ids = prompt_ids;
+  const auto start = Clock::now();
+  auto logits = io_->forward(feed, position_);
+  if (!logits.ok()) {
+    reset();  // a failed call may have written part of the cache
+    return logits.error();
+  }
+  const double prefill_ms = ms_since(start);
+  position_ += static_cast<int64_t>(feed.size());
+  pending_.reset();
+  history_.insert(history_.end(), prompt_ids.begin(), prompt_ids.end());
+
+  Sampler sampler(config.sampler);
+  std::optional<StreamingDecoder> decoder;
+  if (tokenizer_) decoder.emplace(*tokenizer_);
+  StopStringFilter stops(config.stop_strings);
+  bool keep_going = true;
+  auto emit = [&](const std::string& text) {
+    if (text.empty()) return;
+    result.text += text;
+    if (on_text && !on_text(text)) keep_going = false;
+  };
+  result.stop_reason = "max_new_tokens";
+  const auto decode_start = Clock::now();
+  for (int64_t n = 0; n < config.max_new_tokens && keep_going; ++n) {
+    const int64_t token = sampler.sample(*logits, history_);
+    if (n == 0) result.stats.ttft_ms = ms_since(start);
+    if (config.stop_at_eos && std::find(info.eos_ids.begin(), info.eos_ids.end(), token) != info.eos_ids.end()) {
+      result.stop_reason = "eos";
+      break;
+    }
+    result.token_ids.push_back(token);
+    history_.push_back(token);
+    if (decoder) {
+      emit(stops.push(decoder->push(token)));
+      if (stops.stopped()) {
+        result.stop_reason = "stop_string";
+        break;
+      }
+    }
+    if (n + 1 == config.max_new_tokens || !keep_going) break;
+    logits = io_->forward(std::span<const int64_t>(&token, 1), position_);
+    if (!logits.ok()) {
+      reset();
+      return logits.error();
+    }
+    ++position_;
+  }
+  if (decoder && !stops.stopped()) emit(stops.push(decoder->flush()) + stops.flush());
+  if (!keep_going && result.stop_reason == "max_new_tokens") result.stop_reason = "callback";
+  // The last sampled token is in the history but not yet in the cache; the next turn feeds it.
+  if (static_cast<int64_t>(history_.size()) > position_) pending_ = history_.back();
+
+  const double decode_ms = ms_since(decode_start);
+  auto& stats = result.stats;
+  stats.load_ms = load_ms_;
+  stats.prompt_tokens = prompt_tokens;
+  stats.generated_tokens = static_cast<int64_t>(result.token_ids.size());
+  stats.prefill_tokens_per_s = prefill_ms > 0 ? prompt_tokens / (prefill_ms / 1000.0) : 0;
+  const int64_t decode_steps = std::max<int64_t>(stats.generated_tokens - 1, 0);
+  stats.decode_tokens_per_s = decode_ms > 0 && decode_steps > 0 ? decode_steps / (decode_ms / 1000.0) : 0;
+  stats.peak_rss_bytes = peak_rss_bytes();
+  return result;
+}
+
+}  // namespace kestrel::llm
