@@ -1,0 +1,198 @@
+#include "kestrel/export/checkpoint.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "export/import/checkpoint_internal.h"
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::exporter {
+
+using import::shape_string;
+
+Checkpoint::Checkpoint(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+const ModelConfig& Checkpoint::config() const { return impl_->config; }
+
+Result<CheckpointTensor> Checkpoint::tensor(const std::string& name) const {
+  const auto it = impl_->tensors.find(name);
+  if (it == impl_->tensors.end())
+    return make_error(ErrorCode::kNotFound, "tensor '{}' not found in checkpoint '{}'", name,
+                      impl_->source);
+  const import::TensorEntry& entry = it->second;
+  if (!entry.dtype)
+    return make_error(ErrorCode::kUnsupported,
+                      "{}: tensor '{}' has dtype {}, which is not supported (F32, F16, BF16, I32, "
+                      "I64, U8)",
+                      entry.file, name, entry.raw_dtype);
+  return CheckpointTensor{entry.name, *entry.dtype, entry.shape, entry.bytes};
+}
+
+bool Checkpoint::has_tensor(const std::string& name) const {
+  return impl_->tensors.count(name) != 0;
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  names.reserve(impl_->tensors.size());
+  for (const auto& [name, entry] : impl_->tensors) names.push_back(name);
+  return names;
+}
+
+std::string Checkpoint::tensor_file(const std::string& name) const {
+  const auto it = impl_->tensors.find(name);
+  return it == impl_->tensors.end() ? std::string() : it->second.file;
+}
+
+std::shared_ptr<const void> Checkpoint::keepalive() const { return impl_->mappings; }
+
+TokenizerFormat Checkpoint::tokenizer_format() const { return impl_->tokenizer_format; }
+
+const std::vector<uint8_t>& Checkpoint::tokenizer_bytes() const { return impl_->tokenizer_bytes; }
+
+std::string Checkpoint::source() const { return impl_->source; }
+
+const std::vector<std::string>& supported_hf_architectures() {
+  static const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM",
+                                                          "Qwen2ForCausalLM"};
+  return kArchitectures;
+}
+
+std::string layer_tensor_name(int64_t layer, std::string_view suffix) {
+  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+}
+
+std::vector<TensorRequirement> required_tensors(const ModelConfig& c) {
+  const int64_t q_dim = c.num_heads * c.head_dim;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim;
+  std::vector<TensorRequirement> out;
+  out.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    out.push_back({layer_tensor_name(i, "input_layernorm.weight"), {c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "self_attn.q_proj.weight"), {q_dim, c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "self_attn.k_proj.weight"), {kv_dim, c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "self_attn.v_proj.weight"), {kv_dim, c.hidden_size}});
+    if (c.attention_bias) {
+      out.push_back({layer_tensor_name(i, "self_attn.q_proj.bias"), {q_dim}});
+      out.push_back({layer_tensor_name(i, "self_attn.k_proj.bias"), {kv_dim}});
+      out.push_back({layer_tensor_name(i, "self_attn.v_proj.bias"), {kv_dim}});
+    }
+    out.push_back({layer_tensor_name(i, "self_attn.o_proj.weight"), {c.hidden_size, q_dim}});
+    out.push_back({layer_tensor_name(i, "post_attention_layernorm.weight"), {c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
+    out.push_back({layer_tensor_name(i, "mlp.down_proj.weight"), {c.hidden_size, c.intermediate_size}});
+  }
+  out.push_back({"model.norm.weight", {c.hidden_size}});
+  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}});
+  return out;
+}
+
+namespace import {
+
+namespace {
+Status check_weight(const Checkpoint::Impl& impl, const TensorEntry& entry,
+                    const std::vector<int64_t>& expected) {
+  if (!entry.dtype || !dtype_is_float(*entry.dtype))
+    return make_error(ErrorCode::kUnsupported,
+                      "{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", entry.file,
+                      entry.name, entry.raw_dtype);
+  if (entry.shape != expected)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{}: tensor '{}' has shape {}, but the config needs {}", entry.file,
+                      entry.name, shape_string(entry.shape), shape_string(expected));
+  return ok_status();
+}
+}  // namespace
+
+Status validate_required_tensors(const Checkpoint::Impl& impl) {
+  for (const TensorRequirement& req : required_tensors(impl.config)) {
+    const auto it = impl.tensors.find(req.name);
+    if (it == impl.tensors.end())
+      return make_error(ErrorCode::kNotFound,
+                        "checkpoint '{}' is missing tensor '{}' (expected shape {})", impl.source,
+                        req.name, shape_string(req.shape));
+    KESTREL_RETURN_IF_ERROR(check_weight(impl, it->second, req.shape));
+  }
+  if (impl.config.tie_word_embeddings) {
+    // Some tied checkpoints still store lm_head.weight; it must at least be well formed.
+    const auto it = impl.tensors.find("lm_head.weight");
+    if (it != impl.tensors.end())
+      KESTREL_RETURN_IF_ERROR(
+          check_weight(impl, it->second, {impl.config.vocab_size, impl.config.hidden_size}));
+  }
+  return ok_status();
+}
+
+}  // namespace import
+
+Result<Checkpoint> load_checkpoint(const std::string& path, const CheckpointOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    return make_error(ErrorCode::kNotFound, "checkpoint '{}' does not exist", path);
+  if (fs::is_directory(status)) return import::load_hf_checkpoint(path, options);
+  if (!fs::is_regular_file(status))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "checkpoint '{}' is neither a directory nor a regular file", path);
+  const std::string file_name = fs::path(path).filename().string();
+  const auto ends_with = [&](std::string_view suffix) {
+    return file_name.size() >= suffix.size() &&
+           file_name.compare(file_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  // A file of a Hugging Face checkpoint stands for its directory.
+  if (file_name == "config.json" || ends_with(".safetensors") ||
+      ends_with(".safetensors.index.json")) {
+    std::string dir = fs::path(path).parent_path().string();
+    return import::load_hf_checkpoint(dir.empty() ? "." : dir, options);
+  }
+  return import::load_llama2c_checkpoint(path, options);
+}
+
+Result<std::vector<uint8_t>> convert_tensor(const CheckpointTensor& tensor, DType target) {
+  if (!dtype_is_float(tensor.dtype))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor '{}': cannot convert dtype {}, only f32, f16 and bf16", tensor.name,
+                      dtype_name(tensor.dtype));
+  if (!dtype_is_float(target))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor '{}': cannot convert to dtype {}, only f32, f16 and bf16",
+                      tensor.name, dtype_name(target));
+  uint64_t numel = 1;
+  for (int64_t d : tensor.shape) {
+    if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel))
+      return make_error(ErrorCode::kInvalidArgument, "tensor '{}': invalid shape {}", tensor.name,
+                        shape_string(tensor.shape));
+  }
+  const size_t in_size = dtype_element_size(tensor.dtype);
+  if (tensor.bytes.size() / in_size != numel || tensor.bytes.size() % in_size != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor '{}': {} bytes do not match dtype {} and shape {}", tensor.name,
+                      tensor.bytes.size(), dtype_name(tensor.dtype), shape_string(tensor.shape));
+  if (target == tensor.dtype) return std::vector<uint8_t>(tensor.bytes.begin(), tensor.bytes.end());
+
+  const size_t out_size = dtype_element_size(target);
+  std::vector<uint8_t> out(numel * out_size);
+  const uint8_t* src = tensor.bytes.data();
+  uint8_t* dst = out.data();
+  for (uint64_t i = 0; i < numel; ++i) {
+    float value;
+    if (tensor.dtype == DType::kF32) {
+      std::memcpy(&value, src + i * 4, 4);
+    } else {
+      uint16_t half;
+      std::memcpy(&half, src + i * 2, 2);
+      value = tensor.dtype == DType::kF16 ? f16_to_f32(half) : bf16_to_f32(half);
+    }
+    if (target == DType::kF32) {
+      std::memcpy(dst + i * 4, &value, 4);
+    } else {
+      const uint16_t half = target == DType::kF16 ? f32_to_f16(value) : f32_to_bf16(value);
+      std::memcpy(dst + i * 2, &half, 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace kestrel::exporter

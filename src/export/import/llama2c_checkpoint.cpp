@@ -1,0 +1,203 @@
+// llama2.c legacy checkpoints (run.c): a header of 7 int32 (dim, hidden_dim, n_layers, n_heads,
+// n_kv_heads, vocab_size, seq_len; a negative vocab_size means an untied classifier follows),
+// then f32 weights in a fixed order. Weights become canonical-name views into the mapping.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "export/import/checkpoint_internal.h"
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/core/log.h"
+
+namespace kestrel::exporter::import {
+
+namespace {
+
+constexpr size_t kHeaderBytes = 7 * sizeof(int32_t);
+constexpr uint32_t kVersionedMagic = 0x616b3432;  // "ak42": the newer llama2.c export formats
+
+int32_t read_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// One block of the weight file: `layers` consecutive tensors of `shape` (1 for global ones).
+struct Block {
+  const char* label;     // llama2.c's name for the block
+  const char* suffix;    // canonical name (per layer suffix when layered); null: skipped
+  bool layered;
+  std::vector<int64_t> shape;
+};
+
+}  // namespace
+
+Status validate_llama2c_tokenizer(std::span<const uint8_t> bytes, int64_t vocab_size,
+                                  const std::string& label) {
+  if (bytes.size() < 4)
+    return make_error(ErrorCode::kCorrupt, "{}: file is {} bytes, too short for max_token_length",
+                      label, bytes.size());
+  const int32_t max_len = read_i32(bytes.data());
+  if (max_len <= 0)
+    return make_error(ErrorCode::kCorrupt, "{}: max_token_length {} must be positive", label,
+                      max_len);
+  size_t offset = 4;
+  int64_t count = 0;
+  while (offset < bytes.size()) {
+    if (bytes.size() - offset < 8)
+      return make_error(ErrorCode::kCorrupt,
+                        "{}: truncated: token {} needs an 8-byte score and length at byte {}, but "
+                        "the file has {} bytes",
+                        label, count, offset, bytes.size());
+    float score;
+    std::memcpy(&score, bytes.data() + offset, sizeof(score));
+    const int32_t len = read_i32(bytes.data() + offset + 4);
+    if (!std::isfinite(score))
+      return make_error(ErrorCode::kCorrupt, "{}: token {} has a non-finite score", label, count);
+    if (len < 0 || len > max_len)
+      return make_error(ErrorCode::kCorrupt,
+                        "{}: token {} has length {}, outside [0, max_token_length {}]", label,
+                        count, len, max_len);
+    offset += 8;
+    if (bytes.size() - offset < static_cast<size_t>(len))
+      return make_error(ErrorCode::kCorrupt,
+                        "{}: truncated: token {} needs {} bytes at byte {}, but the file has {} bytes",
+                        label, count, len, offset, bytes.size());
+    offset += static_cast<size_t>(len);
+    ++count;
+  }
+  if (count != vocab_size)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{}: holds {} tokens, but the checkpoint's vocab_size is {}", label, count,
+                      vocab_size);
+  return ok_status();
+}
+
+Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const CheckpointOptions& options) {
+  const std::string label = std::filesystem::path(path).filename().string();
+  KESTREL_ASSIGN_OR_RETURN(auto mapped, MappedFile::open(path));
+  const std::span<const uint8_t> file = mapped->bytes();
+  if (file.size() >= 4 && static_cast<uint32_t>(read_i32(file.data())) == kVersionedMagic)
+    return make_error(ErrorCode::kUnsupported,
+                      "{}: a versioned llama2.c export (magic 'ak42'); only the legacy run.c "
+                      "format is supported",
+                      label);
+  if (file.size() < kHeaderBytes)
+    return make_error(ErrorCode::kCorrupt,
+                      "{}: file is {} bytes, too short for the {}-byte llama2.c header", label,
+                      file.size(), kHeaderBytes);
+  const char* kFields[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size",
+                           "seq_len"};
+  int64_t h[7];
+  for (int i = 0; i < 7; ++i) h[i] = read_i32(file.data() + 4 * i);
+  const bool shared_classifier = h[5] > 0;
+  h[5] = std::abs(h[5]);
+  for (int i = 0; i < 7; ++i)
+    if (h[i] <= 0)
+      return make_error(ErrorCode::kCorrupt, "{}: header field {} = {} must be positive "
+                        "(is this a llama2.c .bin checkpoint?)", label, kFields[i], h[i]);
+  ModelConfig c;
+  c.architecture = "llama2c";
+  c.hidden_size = h[0];
+  c.intermediate_size = h[1];
+  c.num_layers = h[2];
+  c.num_heads = h[3];
+  c.num_kv_heads = h[4];
+  c.vocab_size = h[5];
+  c.max_position_embeddings = h[6];
+  if (c.hidden_size % c.num_heads != 0 || c.num_heads % c.num_kv_heads != 0 ||
+      (c.hidden_size / c.num_heads) % 2 != 0)
+    return make_error(ErrorCode::kCorrupt,
+                      "{}: header dim {} / n_heads {} / n_kv_heads {} are inconsistent (dim must "
+                      "split into even heads, n_heads into n_kv_heads groups)",
+                      label, c.hidden_size, c.num_heads, c.num_kv_heads);
+  c.head_dim = c.hidden_size / c.num_heads;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 10000;
+  c.tie_word_embeddings = shared_classifier;
+  c.attention_bias = false;
+  c.hidden_act = "silu";
+  c.rope_style = "interleaved";
+  c.bos_id = 1;
+  c.eos_ids = {2};
+
+  const int64_t D = c.hidden_size, H = c.intermediate_size, kv = c.num_kv_heads * c.head_dim;
+  std::vector<Block> blocks = {
+      {"token_embedding_table", "model.embed_tokens.weight", false, {c.vocab_size, D}},
+      {"rms_att_weight", "input_layernorm.weight", true, {D}},
+      {"wq", "self_attn.q_proj.weight", true, {D, D}},
+      {"wk", "self_attn.k_proj.weight", true, {kv, D}},
+      {"wv", "self_attn.v_proj.weight", true, {kv, D}},
+      {"wo", "self_attn.o_proj.weight", true, {D, D}},
+      {"rms_ffn_weight", "post_attention_layernorm.weight", true, {D}},
+      {"w1", "mlp.gate_proj.weight", true, {H, D}},
+      {"w2", "mlp.down_proj.weight", true, {D, H}},
+      {"w3", "mlp.up_proj.weight", true, {H, D}},
+      {"rms_final_weight", "model.norm.weight", false, {D}},
+      {"freq_cis_real", nullptr, false, {c.max_position_embeddings, c.head_dim / 2}},
+      {"freq_cis_imag", nullptr, false, {c.max_position_embeddings, c.head_dim / 2}},
+  };
+  if (!shared_classifier) blocks.push_back({"wcls", "lm_head.weight", false, {c.vocab_size, D}});
+
+  auto impl = std::make_shared<Checkpoint::Impl>();
+  impl->source = path;
+  impl->config = c;
+  uint64_t offset = kHeaderBytes;
+  for (const Block& block : blocks) {
+    uint64_t bytes = sizeof(float);
+    for (int64_t d : block.shape)
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+        return make_error(ErrorCode::kCorrupt, "{}: block {} size overflows", label, block.label);
+    const int64_t count = block.layered ? c.num_layers : 1;
+    for (int64_t layer = 0; layer < count; ++layer) {
+      const std::string name = block.suffix == nullptr ? std::string(block.label)
+                               : block.layered          ? layer_tensor_name(layer, block.suffix)
+                                                        : std::string(block.suffix);
+      uint64_t end;
+      if (__builtin_add_overflow(offset, bytes, &end) || end > file.size()) {
+        const std::string where =
+            block.layered ? fmt::format("{}, layer {}", block.label, layer) : block.label;
+        return make_error(ErrorCode::kCorrupt,
+                          "{}: truncated: tensor '{}' ({}) needs bytes [{}, {}) but the file has "
+                          "{} bytes",
+                          label, name, where, offset, offset + bytes, file.size());
+      }
+      if (block.suffix != nullptr) {
+        TensorEntry entry;
+        entry.name = name;
+        entry.file = label;
+        entry.raw_dtype = "F32";
+        entry.dtype = DType::kF32;
+        entry.shape = block.shape;
+        entry.bytes = file.subspan(offset, bytes);
+        impl->tensors.emplace(name, std::move(entry));
+      }
+      offset = end;
+    }
+  }
+  if (offset < file.size())
+    log(LogLevel::kWarn, "{}: {} trailing bytes after the last weight are ignored", label,
+        file.size() - offset);
+
+  if (options.tokenizer_path.empty())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "llama2.c checkpoint '{}' needs its tokenizer.bin: set "
+                      "CheckpointOptions::tokenizer_path",
+                      path);
+  auto tokenizer = read_file_bytes(options.tokenizer_path);
+  if (!tokenizer.ok())
+    return tokenizer.error().with_context("tokenizer for llama2.c checkpoint '" + path + "'");
+  KESTREL_RETURN_IF_ERROR(validate_llama2c_tokenizer(*tokenizer, c.vocab_size,
+                                                     options.tokenizer_path));
+  impl->tokenizer_bytes = std::move(tokenizer).value();
+  impl->tokenizer_format = TokenizerFormat::kLlama2c;
+
+  auto mappings = std::make_shared<MappingSet>();
+  mappings->files.push_back(std::move(mapped));
+  impl->mappings = std::move(mappings);
+  KESTREL_RETURN_IF_ERROR(validate_required_tensors(*impl));
+  return Checkpoint(std::move(impl));
+}
+
+}  // namespace kestrel::exporter::import
