@@ -10,6 +10,9 @@ int exit_code() { return g_exit_code; }
 void set_exit_code(int code) { g_exit_code = code; }
 
 void register_commands(CLI::App& app) {
+  add_create_model_command(app);
+  add_export_command(app);
+  add_run_command(app);
   add_inspect_command(app);
 }
 

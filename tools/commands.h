@@ -10,5 +10,8 @@ int exit_code();
 void set_exit_code(int code);
 
 void add_inspect_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_create_model_command(CLI::App& app);
 
 }  // namespace kestrel::tools

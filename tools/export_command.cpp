@@ -1,0 +1,149 @@
+// kestrel export CHECKPOINT -o PROGRAM: HF directory or llama2.c .bin -> hf_static v1 program.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kestrel/export/checkpoint.h"
+#include "kestrel/export/exporter.h"
+#include "kestrel/program/writer.h"
+#include "tools/backend_catalog.h"
+#include "tools/commands.h"
+
+namespace kestrel::tools {
+
+namespace {
+
+struct ExportArgs {
+  std::string checkpoint;
+  std::string output;
+  std::string backend;
+  std::vector<std::string> options;
+  std::string options_file;
+  int64_t prefill_step = 32;
+  int64_t max_context = 0;
+  std::string dtype = "f32";
+  std::string logits = "last";
+  std::string tokenizer;
+  bool list_options = false;
+  bool quiet = false;
+};
+
+Result<exporter::OptionMap> gather_options(const exporter::OptionTable& table, const ExportArgs& args) {
+  exporter::OptionMap options;
+  if (!args.options_file.empty()) {
+    std::ifstream file(args.options_file);
+    if (!file) return make_error(ErrorCode::kIo, "cannot open options file '{}'", args.options_file);
+    nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.is_object())
+      return make_error(ErrorCode::kInvalidArgument, "options file '{}' is not a JSON object", args.options_file);
+    auto parsed = table.parse_json(json);
+    if (!parsed.ok()) return parsed.error().with_context(args.options_file);
+    options = std::move(parsed).value();
+  }
+  // Command-line options override the file.
+  KESTREL_ASSIGN_OR_RETURN(auto cli, table.parse_cli(args.options));
+  for (auto& [name, value] : cli) options[name] = std::move(value);
+  return options;
+}
+
+Status run_export(const ExportArgs& args) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto progress = [&](const std::string& line) {
+    if (args.quiet) return;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    fmt::print(stderr, "[{:6.2f}s] {}\n", seconds, line);
+  };
+
+  std::shared_ptr<const exporter::BackendExporter> backend;
+  if (!args.backend.empty()) {
+    KESTREL_ASSIGN_OR_RETURN(backend, find_exporter_backend(args.backend));
+    if (args.list_options) {
+      fmt::print("Options of backend '{}':\n{}", backend->id(), backend->options().format_table());
+      return ok_status();
+    }
+  } else if (args.list_options) {
+    return make_error(ErrorCode::kInvalidArgument, "--list-options needs --backend NAME (available: {})",
+                      fmt::join(exporter_backend_names(), ", "));
+  } else if (!args.options.empty() || !args.options_file.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "--option and --options-file need --backend NAME");
+  }
+  if (args.checkpoint.empty() || args.output.empty())
+    return make_error(ErrorCode::kInvalidArgument, "export needs CHECKPOINT and -o PROGRAM");
+
+  exporter::ExportOptions options;
+  options.prefill_step = args.prefill_step;
+  options.max_context = args.max_context;
+  options.logits = args.logits;
+  options.progress = progress;
+  auto dtype = dtype_from_name(args.dtype);
+  if (!dtype || !dtype_is_float(*dtype))
+    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16 or bf16, got '{}'", args.dtype);
+  options.dtype = *dtype;
+  if (backend) {
+    KESTREL_ASSIGN_OR_RETURN(auto backend_options, gather_options(backend->options(), args));
+    KESTREL_ASSIGN_OR_RETURN(auto partitioner, exporter::Partitioner::from_options(backend, backend_options));
+    options.partitioners.push_back(std::make_shared<const exporter::Partitioner>(std::move(partitioner)));
+  }
+
+  progress(fmt::format("loading checkpoint {}", args.checkpoint));
+  exporter::CheckpointOptions checkpoint_options;
+  checkpoint_options.tokenizer_path = args.tokenizer;
+  KESTREL_ASSIGN_OR_RETURN(auto checkpoint, exporter::load_checkpoint(args.checkpoint, checkpoint_options));
+  const auto& config = checkpoint.config();
+  progress(fmt::format("{}: {} layers, hidden {}, {} heads ({} kv), vocab {}", config.architecture, config.num_layers,
+                       config.hidden_size, config.num_heads, config.num_kv_heads, config.vocab_size));
+
+  exporter::ExportReport report;
+  KESTREL_ASSIGN_OR_RETURN(auto program, exporter::export_program(checkpoint, options, &report));
+  progress(fmt::format("writing {}", args.output));
+  KESTREL_RETURN_IF_ERROR(program::write_program(program, args.output));
+
+  if (!args.quiet) {
+    fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);
+    fmt::print(stderr, "  weights {} ({} constants, {:.1f} MiB), context {}\n", args.dtype, report.constants,
+               static_cast<double>(report.constant_bytes) / (1 << 20), report.max_context);
+    for (const auto& method : report.methods) {
+      fmt::print(stderr, "  method {:8} T={:<4} {} instructions, arena {:.1f} KiB\n", method.name, method.step,
+                 method.instructions, static_cast<double>(method.arena_bytes) / 1024);
+      for (const auto& partition : method.pipeline.partitions) {
+        fmt::print(stderr, "    delegated {} nodes in {} partitions; {} nodes stay portable", partition.delegated_nodes,
+                   partition.partitions, partition.portable_nodes);
+        std::vector<std::string> ops;
+        for (const auto& [op, count] : partition.portable_ops) ops.push_back(fmt::format("{} x{}", op, count));
+        fmt::print(stderr, "{}\n", ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")));
+      }
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto* command = app.add_subcommand("export", "Export a checkpoint (HF directory or llama2.c .bin) to a program");
+  static ExportArgs args;
+  command->add_option("CHECKPOINT", args.checkpoint, "HF model directory or llama2.c checkpoint (.bin)");
+  command->add_option("-o,--output", args.output, "Program file to write (.kst)");
+  command->add_option("--backend", args.backend, "Delegate supported parts to this backend (qnn)");
+  command->add_option("--option", args.options, "Backend option key=value (repeatable; see --list-options)");
+  command->add_option("--options-file", args.options_file, "JSON object of backend options");
+  command->add_flag("--list-options", args.list_options, "Print the backend's options and exit");
+  command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")->capture_default_str();
+  command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)");
+  command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16 or bf16")->capture_default_str();
+  command->add_option("--logits", args.logits, "Logits of the prefill method: last or all")->capture_default_str();
+  command->add_option("--tokenizer", args.tokenizer, "llama2.c tokenizer.bin (for .bin checkpoints)");
+  command->add_flag("-q,--quiet", args.quiet, "No progress or summary");
+  command->callback([] {
+    auto status = run_export(args);
+    if (!status.ok()) {
+      fmt::print(stderr, "kestrel export: {}\n", status.error().to_string());
+      set_exit_code(1);
+    }
+  });
+}
+
+}  // namespace kestrel::tools
