@@ -1,0 +1,53 @@
+// cast between float dtypes (f32, f16, bf16). Widening is exact; narrowing rounds to nearest
+// even. The output may be the input itself when both have the same element size.
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/convert.h"
+#include "kernels/ops.h"
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::kernels {
+
+using namespace detail;
+
+Status cast_kernel(KernelContext& ctx) {
+  constexpr std::string_view op = "cast";
+  KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
+  const TensorView& x = ctx.inputs[0];
+  TensorView& out = ctx.outputs[0];
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32, DType::kF16, DType::kBF16}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {DType::kF32, DType::kF16, DType::kBF16}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "output", out, x.shape));
+  if (ctx.attrs.has("dtype")) {
+    KESTREL_ASSIGN_OR_RETURN(std::string name, ctx.attrs.get_string("dtype"));
+    auto target = dtype_from_name(name);
+    if (!target)
+      return make_error(ErrorCode::kInvalidArgument, "{}: dtype '{}' is not a known dtype", op, name);
+    if (*target != out.dtype)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "{}: dtype attribute is {} but the output has dtype {}", op, name,
+                        dtype_name(out.dtype));
+  }
+  const bool same_width = dtype_element_size(x.dtype) == dtype_element_size(out.dtype);
+  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, same_width));
+
+  const int64_t n = x.numel();
+  if (n == 0) return ok_status();
+  if (x.dtype == out.dtype) {
+    if (out.data != x.data) std::memcpy(out.data, x.data, static_cast<size_t>(n) * dtype_element_size(x.dtype));
+    return ok_status();
+  }
+  // Element by element through f32, which holds every f16 and bf16 value exactly; reading
+  // element i before writing element i keeps the same-width in-place case correct.
+  for (int64_t i = 0; i < n; ++i) {
+    float value;
+    convert_to_f32(x.dtype, x.data, i, 1, &value);
+    store_float(out.dtype, out.data, i, value);
+  }
+  return ok_status();
+}
+
+}  // namespace kestrel::kernels

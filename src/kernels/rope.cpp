@@ -1,0 +1,91 @@
+// rope: rotates pairs of x[b, h, t, :] by the angles in row positions[t] of the cos/sin tables.
+//   half:        pairs (i, i + Dh/2), HF "rotate_half" layout
+//   interleaved: pairs (2i, 2i + 1), the original RoFormer / llama2.c layout
+#include "kernels/check.h"
+#include "kernels/convert.h"
+#include "kernels/ops.h"
+#include "kernels/scratch.h"
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::kernels {
+
+using namespace detail;
+
+Status rope_kernel(KernelContext& ctx) {
+  constexpr std::string_view op = "rope";
+  KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 4, 4, 1));
+  const TensorView& x = ctx.inputs[0];
+  const TensorView& positions = ctx.inputs[1];
+  const TensorView& cos = ctx.inputs[2];
+  const TensorView& sin = ctx.inputs[3];
+  TensorView& out = ctx.outputs[0];
+
+  KESTREL_ASSIGN_OR_RETURN(std::string style, ctx.attrs.get_string("style"));
+  if (style != "half" && style != "interleaved")
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{}: style '{}' is not one of 'half', 'interleaved'", op, style);
+  const bool interleaved = style == "interleaved";
+
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
+  KESTREL_RETURN_IF_ERROR(check_rank(op, "x", x, 4));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
+  const int64_t B = x.shape[0], H = x.shape[1], T = x.shape[2], Dh = x.shape[3];
+  if (Dh % 2 != 0)
+    return make_error(ErrorCode::kInvalidArgument, "{}: x has odd head_dim {}", op, Dh);
+  const int64_t half = Dh / 2;
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "positions", positions, {DType::kI64}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "positions", positions));
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "positions", positions, Shape{T}));
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "cos", cos, {DType::kF32, DType::kF16, DType::kBF16}));
+  KESTREL_RETURN_IF_ERROR(check_rank(op, "cos", cos, 2));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "cos", cos));
+  const int64_t P = cos.shape[0];
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "cos", cos, Shape{P, half}));
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "sin", sin, {DType::kF32, DType::kF16, DType::kBF16}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "sin", sin));
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "sin", sin, Shape{P, half}));
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {DType::kF32}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "output", out, x.shape));
+  // In place is fine: each pair is read completely before either element is written.
+  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, true));
+
+  const int64_t* pos = positions.as<const int64_t>();
+  for (int64_t t = 0; t < T; ++t)
+    if (pos[t] < 0 || pos[t] >= P)
+      return make_error(ErrorCode::kOutOfRange,
+                        "{}: position {} (positions element {}) is outside the tables' [0, {})", op,
+                        pos[t], t, P);
+
+  // Non-f32 tables are converted once for the T rows in use, not once per head.
+  float* cos_rows = nullptr;
+  float* sin_rows = nullptr;
+  if (cos.dtype != DType::kF32 || sin.dtype != DType::kF32) {
+    cos_rows = scratch_floats(0, static_cast<size_t>(T * half));
+    sin_rows = scratch_floats(1, static_cast<size_t>(T * half));
+    for (int64_t t = 0; t < T; ++t) {
+      convert_to_f32(cos.dtype, cos.data, pos[t] * half, half, cos_rows + t * half);
+      convert_to_f32(sin.dtype, sin.data, pos[t] * half, half, sin_rows + t * half);
+    }
+  }
+  const float* src = x.as<const float>();
+  float* dst = out.as<float>();
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* c = cos_rows ? cos_rows + t * half : cos.as<const float>() + pos[t] * half;
+      const float* s = sin_rows ? sin_rows + t * half : sin.as<const float>() + pos[t] * half;
+      const float* xi = src + (bh * T + t) * Dh;
+      float* yi = dst + (bh * T + t) * Dh;
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t i0 = interleaved ? 2 * i : i;
+        const int64_t i1 = interleaved ? 2 * i + 1 : i + half;
+        const float x0 = xi[i0], x1 = xi[i1];
+        yi[i0] = x0 * c[i] - x1 * s[i];
+        yi[i1] = x1 * c[i] + x0 * s[i];
+      }
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace kestrel::kernels
