@@ -1,0 +1,59 @@
+// Builds programs from fixture checkpoints for runner tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "kestrel/export/exporter.h"
+#include "kestrel/fixtures/checkpoint_writer.h"
+#include "kestrel/kernels/portable.h"
+#include "kestrel/program/writer.h"
+#include "kestrel/runtime/method.h"
+
+namespace kestrel::testing {
+
+// A fresh directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline fixtures::FixtureConfig small_fixture() {
+  fixtures::FixtureConfig config;
+  config.vocab_size = 96;
+  config.hidden_size = 32;
+  config.intermediate_size = 48;
+  config.num_layers = 2;
+  config.num_heads = 4;
+  config.num_kv_heads = 2;
+  config.max_position_embeddings = 128;
+  config.bos_id = 1;
+  config.eos_id = 2;
+  config.init_scale = 0.3f;
+  return config;
+}
+
+inline exporter::ExportOptions small_export(int64_t prefill_step = 4, int64_t max_context = 48) {
+  exporter::ExportOptions options;
+  options.prefill_step = prefill_step;
+  options.max_context = max_context;
+  return options;
+}
+
+// Writes the fixture (HF format unless `llama2c`), exports it and returns the program spec.
+program::ProgramSpec export_fixture(const fixtures::FixtureConfig& config, const exporter::ExportOptions& options,
+                                    bool llama2c = false, const std::string& tokenizer_json = "");
+// Serializes, verifies and loads a spec with the portable kernels.
+std::shared_ptr<runtime::Program> load_spec(const program::ProgramSpec& spec,
+                                            std::shared_ptr<const runtime::BackendRegistry> backends = nullptr);
+
+}  // namespace kestrel::testing
