@@ -112,7 +112,7 @@ TEST(Method, RunsKernelsWithConstantsAndArena) {
 
 TEST(Method, RejectsUnboundAndMismatchedIo) {
   auto program = load(kernel_program(), test_kernels());
-  auto method = *program->load_method("forward");
+  auto method = std::move(program->load_method("forward")).value();
   auto status = method->execute();
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message().find("input 0 ('x') is not bound"), std::string::npos);
