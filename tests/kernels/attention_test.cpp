@@ -1,0 +1,115 @@
+// attention over a static cache: causal by position, grouped-query heads, cache dtypes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/kernel_test_util.h"
+#include "kernels/reference.h"
+
+namespace kestrel::kernels::testing {
+namespace {
+
+namespace ref = reference;
+
+struct AttentionCase {
+  const char* name;
+  int64_t B, Hq, Hkv, T, C, Dh;
+  std::vector<int64_t> positions;
+  DType cache_dtype;
+};
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
+
+class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionTest, MatchesMaskedReference) {
+  const auto& p = GetParam();
+  auto q = HostTensor::from_floats(DType::kF32, {p.B, p.Hq, p.T, p.Dh}, random_floats(p.B * p.Hq * p.T * p.Dh, 50));
+  const int64_t kv = p.B * p.Hkv * p.C * p.Dh;
+  auto k = HostTensor::from_floats(p.cache_dtype, {p.B, p.Hkv, p.C, p.Dh}, random_floats(kv, 51));
+  auto v = HostTensor::from_floats(p.cache_dtype, {p.B, p.Hkv, p.C, p.Dh}, random_floats(kv, 52));
+  auto positions = HostTensor::from_ints({p.T}, p.positions);
+  HostTensor out(DType::kF32, {p.B, p.Hq, p.T, p.Dh});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(p.Dh));
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()},
+                         {{"scale", scale}})
+                  .ok());
+  const auto want = ref::attention(q.values(), k.values(), v.values(), p.B, p.Hq, p.Hkv, p.T, p.C, p.Dh,
+                                   p.positions, scale);
+  EXPECT_TRUE(all_close(out.values(), want, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionTest,
+    ::testing::Values(
+        AttentionCase{"gqa_prefill_offset", 1, 6, 2, 5, 16, 13, {3, 4, 5, 6, 7}, DType::kF32},
+        AttentionCase{"gqa_decode", 2, 6, 2, 1, 16, 13, {9}, DType::kF32},
+        AttentionCase{"mha_from_zero", 1, 3, 3, 4, 4, 8, {0, 1, 2, 3}, DType::kF32},
+        AttentionCase{"mqa_gaps", 1, 4, 1, 3, 20, 6, {2, 10, 19}, DType::kF32},
+        AttentionCase{"f16_cache", 1, 6, 2, 5, 16, 13, {3, 4, 5, 6, 7}, DType::kF16},
+        AttentionCase{"bf16_cache", 1, 4, 2, 2, 8, 16, {6, 7}, DType::kBF16}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Attention, IgnoresCacheSlotsPastThePosition) {
+  // Slots after positions[t] hold NaN; they must not be read at all.
+  const int64_t Hq = 2, Hkv = 1, T = 2, C = 8, Dh = 4;
+  const std::vector<int64_t> pos{2, 3};
+  auto kf = random_floats(Hkv * C * Dh, 53);
+  auto vf = random_floats(Hkv * C * Dh, 54);
+  for (int64_t s = 4; s < C; ++s)
+    for (int64_t d = 0; d < Dh; ++d) kf[s * Dh + d] = vf[s * Dh + d] = std::numeric_limits<float>::quiet_NaN();
+  auto q = HostTensor::from_floats(DType::kF32, {1, Hq, T, Dh}, random_floats(Hq * T * Dh, 55));
+  auto k = HostTensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kf);
+  auto v = HostTensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, vf);
+  auto positions = HostTensor::from_ints({T}, pos);
+  HostTensor out(DType::kF32, {1, Hq, T, Dh});
+  // No scale attribute: the default is 1/sqrt(Dh).
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()}).ok());
+  const auto want = ref::attention(q.values(), k.values(), v.values(), 1, Hq, Hkv, T, C, Dh, pos, 0.5);
+  EXPECT_TRUE(all_close(out.values(), want, 1e-5));
+}
+
+TEST(Attention, FirstPositionAttendsOnlyToSlotZero) {
+  auto q = HostTensor::from_floats(DType::kF32, {1, 1, 1, 3}, {5.0f, -1.0f, 2.0f});
+  auto k = HostTensor::from_floats(DType::kF32, {1, 1, 2, 3}, random_floats(6, 56));
+  auto v = HostTensor::from_floats(DType::kF32, {1, 1, 2, 3}, {1.0f, 2.0f, 3.0f, 9.0f, 9.0f, 9.0f});
+  auto positions = HostTensor::from_ints({1}, {0});
+  HostTensor out(DType::kF32, {1, 1, 1, 3});
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()},
+                         {{"scale", 1.0}})
+                  .ok());
+  EXPECT_TRUE(all_close(out.values(), {1.0, 2.0, 3.0}, 1e-6));
+}
+
+TEST(Attention, RejectsBadPositionsAndShapes) {
+  HostTensor q(DType::kF32, {1, 6, 2, 8});
+  HostTensor k(DType::kF32, {1, 2, 4, 8});
+  HostTensor v(DType::kF32, {1, 2, 4, 8});
+  HostTensor out(DType::kF32, {1, 6, 2, 8});
+  auto positions = HostTensor::from_ints({2}, {3, 4});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()}),
+                         ErrorCode::kOutOfRange, {"attention", "position 4", "[0, 4)"}));
+  auto ok_pos = HostTensor::from_ints({2}, {0, 1});
+  HostTensor k4(DType::kF32, {1, 4, 4, 8});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k4.view(), k4.view(), ok_pos.view()}, {out.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "6 heads", "4 kv heads"}));
+  HostTensor k_dh(DType::kF32, {1, 2, 4, 7});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k_dh.view(), k_dh.view(), ok_pos.view()}, {out.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "k has head_dim 7"}));
+  HostTensor v_bad(DType::kF32, {1, 2, 5, 8});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k.view(), v_bad.view(), ok_pos.view()}, {out.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "v has shape [1, 2, 5, 8]"}));
+  HostTensor kq8(DType::kF32, {1, 2, 4, 8});
+  TensorView kq8v = kq8.view();
+  kq8v.dtype = DType::kI32;
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), kq8v, v.view(), ok_pos.view()}, {out.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "k has dtype i32"}));
+  HostTensor out_bad(DType::kF32, {1, 6, 3, 8});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k.view(), v.view(), ok_pos.view()}, {out_bad.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "output has shape"}));
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k.view(), v.view(), ok_pos.view()}, {k.view()}),
+                         ErrorCode::kInvalidArgument, {"attention", "output"}));
+}
+
+}  // namespace
+}  // namespace kestrel::kernels::testing
