@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +38,7 @@ class MethodChecker {
   Status check() {
     storage_.assign(method_.values.size(), 0);
     for (size_t i = 0; i < method_.values.size(); ++i) KESTREL_RETURN_IF_ERROR(check_value(i));
-    for (size_t i = 0; i < method_.values.size(); ++i) KESTREL_RETURN_IF_ERROR(check_alias(i));
+    KESTREL_RETURN_IF_ERROR(resolve_aliases());
     KESTREL_RETURN_IF_ERROR(check_io("input", method_.inputs, ValueKind::kInput));
     KESTREL_RETURN_IF_ERROR(check_io("output", method_.outputs, ValueKind::kOutput));
     for (size_t i = 0; i < method_.instructions.size(); ++i) KESTREL_RETURN_IF_ERROR(check_instruction(i));
@@ -101,26 +102,33 @@ class MethodChecker {
     return ok_status();
   }
 
-  // Runs after every value passed check_value, so alias_of indices are in range.
-  Status check_alias(size_t index) {
-    if (method_.values[index].kind != ValueKind::kAlias) return ok_status();
-    size_t target = index;
-    for (size_t steps = 0; method_.values[target].kind == ValueKind::kAlias; ++steps) {
-      if (steps > method_.values.size())
-        return value_error(malformed_, index, "alias chain is a cycle");
-      target = static_cast<size_t>(method_.values[target].alias_of);
+  // Runs after every value passed check_value, so alias_of indices are in range. Resolves each
+  // value's storage root in one pass over the values (linear even for long chains).
+  Status resolve_aliases() {
+    const size_t n = method_.values.size();
+    constexpr size_t kUnresolved = SIZE_MAX, kInProgress = SIZE_MAX - 1;
+    roots_.assign(n, kUnresolved);
+    std::vector<size_t> path;
+    for (size_t start = 0; start < n; ++start) {
+      path.clear();
+      size_t at = start;
+      while (roots_[at] == kUnresolved && method_.values[at].kind == ValueKind::kAlias) {
+        roots_[at] = kInProgress;
+        path.push_back(at);
+        at = static_cast<size_t>(method_.values[at].alias_of);
+      }
+      if (roots_[at] == kInProgress) return value_error(malformed_, start, "alias chain is a cycle");
+      const size_t root = roots_[at] == kUnresolved ? at : roots_[at];
+      roots_[at] = root;
+      for (size_t index : path) roots_[index] = root;
     }
-    if (storage_[index] > storage_[target])
-      return value_error(malformed_, index, "alias needs {} bytes but its storage '{}' (value {}) has {}",
-                         storage_[index], method_.values[target].name, target, storage_[target]);
+    for (size_t index = 0; index < n; ++index) {
+      const size_t root = roots_[index];
+      if (root != index && storage_[index] > storage_[root])
+        return value_error(malformed_, index, "alias needs {} bytes but its storage '{}' (value {}) has {}",
+                           storage_[index], method_.values[root].name, root, storage_[root]);
+    }
     return ok_status();
-  }
-
-  // The value whose storage `index` uses (itself unless it is an alias).
-  size_t root_of(size_t index) const {
-    for (size_t steps = 0; steps <= method_.values.size() && method_.values[index].kind == ValueKind::kAlias; ++steps)
-      index = static_cast<size_t>(method_.values[index].alias_of);
-    return index;
   }
 
   Status check_io(const char* what, const std::vector<int32_t>& list, ValueKind kind) {
@@ -154,9 +162,9 @@ class MethodChecker {
         return make_error(ErrorCode::kOutOfRange,
                           "method '{}', instruction {} ({}): {} {} is value {}, out of range (the method has {} values)",
                           method_.name, instruction, label, what, i, index, method_.values.size());
-      if (written && method_.values[root_of(static_cast<size_t>(index))].kind == ValueKind::kConstant)
+      if (written && method_.values[roots_[index]].kind == ValueKind::kConstant)
         return make_error(malformed_, "method '{}', instruction {} ({}): {} {} writes constant '{}'", method_.name,
-                          instruction, label, what, i, method_.values[root_of(static_cast<size_t>(index))].name);
+                          instruction, label, what, i, method_.values[roots_[index]].name);
     }
     return ok_status();
   }
@@ -187,6 +195,7 @@ class MethodChecker {
   std::span<const uint64_t> segment_sizes_;
   ErrorCode malformed_;
   std::vector<uint64_t> storage_;
+  std::vector<size_t> roots_;  // the value whose storage each value uses (itself unless an alias)
 };
 
 }  // namespace

@@ -1,8 +1,11 @@
 // The loader never trusts the file: every damaged or inconsistent program is a clear error
 // naming the problem (and never a crash); the writer refuses the same inconsistencies.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
+#include <random>
 
 #include "kestrel/program/loaded_program.h"
 #include "kestrel/program/validate.h"
@@ -185,6 +188,43 @@ TEST(ProgramBadInput, FlippedByteAnywhereInTheFlatbuffer) {
   }
   EXPECT_GT(errors, 0u);
   EXPECT_GT(loads, 0u);  // e.g. a flipped character in a name
+}
+
+// Random multi-byte damage (bytes and small integers, where offsets and indices live) anywhere in
+// the file: an error or a program that passes every check again.
+TEST(ProgramBadInput, RandomDamageNeverCrashes) {
+  const auto good = serialize_unchecked(rich_program());
+  const int iterations = std::getenv("KESTREL_FUZZ_ITERATIONS") ? std::atoi(std::getenv("KESTREL_FUZZ_ITERATIONS")) : 3000;
+  std::mt19937 rng(1234);
+  size_t loads = 0;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    auto bytes = good;
+    const int edits = 1 + static_cast<int>(rng() % 6);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % (bytes.size() - 4);
+      switch (rng() % 3) {
+        case 0: bytes[at] = static_cast<uint8_t>(rng()); break;
+        case 1: {  // a small little-endian integer
+          const uint32_t value = rng() % 512;
+          for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
+          break;
+        }
+        default: bytes[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
+      }
+    }
+    auto loaded = LoadedProgram::load_bytes(bytes);
+    if (!loaded.ok()) {
+      EXPECT_FALSE(loaded.error().message().empty());
+      continue;
+    }
+    ++loads;
+    const LoadedProgram& program = **loaded;
+    std::vector<uint64_t> sizes;
+    for (uint32_t i = 0; i < program.num_segments(); ++i) sizes.push_back(program.segment(i).size());
+    auto status = validate_program(program.spec(), sizes, ErrorCode::kCorrupt);
+    EXPECT_TRUE(status.ok()) << "iteration " << iteration << ": " << status.error().to_string();
+  }
+  EXPECT_GT(loads, 0u);
 }
 
 TEST(ProgramBadInput, FlippedByteInTheHeaderNeverCrashes) {
@@ -423,6 +463,33 @@ TEST(ProgramBadInput, RichProgramIsValid) {
   // The builders themselves produce valid programs (the cases above start from a valid one).
   EXPECT_TRUE(validate_program(rich_program()).ok()) << validate_program(rich_program()).error().to_string();
   EXPECT_TRUE(validate_program(small_program()).ok());
+}
+
+}  // namespace
+}  // namespace kestrel::program
+
+namespace kestrel::program {
+namespace {
+
+// Alias chains are resolved in one pass: a long chain (or a long cycle) is checked quickly, and
+// through the file as well.
+TEST(ProgramBadInput, LongAliasChains) {
+  ProgramSpec spec = small_program();
+  auto& values = forward(spec).values;
+  constexpr int kChain = 50000;
+  for (int i = 0; i < kChain; ++i)
+    values.push_back(testing::alias(fmt::format("a{}", i), DType::kF32, {24}, i == 0 ? 2 : static_cast<int32_t>(values.size() - 1)));
+  auto status = validate_program(spec);
+  EXPECT_TRUE(status.ok()) << status.error().to_string();
+  auto bytes = serialize_program(spec);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
+  EXPECT_TRUE(LoadedProgram::load_bytes(*bytes).ok());
+
+  values[4].alias_of = static_cast<int32_t>(values.size() - 1);  // close the chain into a cycle
+  status = validate_program(spec);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("value 4 'a0': alias chain is a cycle"), std::string::npos)
+      << status.error().message();
 }
 
 }  // namespace
