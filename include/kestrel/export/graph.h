@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kestrel/core/dtype.h"
@@ -91,6 +93,9 @@ class Graph {
   const std::vector<LoweredDelegate>& delegates() const { return delegates_; }
   NodeId next_node_id() const { return next_node_id_; }
   NodeId allocate_node_id() { return next_node_id_++; }
+  // Makes allocate_node_id() return at least `next` (for graphs built with ids taken from
+  // another graph, e.g. a partition's subgraph keeps the original node ids).
+  void reserve_node_ids(NodeId next) { next_node_id_ = next > next_node_id_ ? next : next_node_id_; }
 
   // Checks ids, producers and topological order; error names the offending node.
   Status validate() const;
