@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kestrel/core/error_helpers.h"
 #include "kestrel/export/checkpoint.h"
 #include "kestrel/export/exporter.h"
 #include "kestrel/program/writer.h"

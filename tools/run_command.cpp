@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "kestrel/core/error_helpers.h"
 #include "kestrel/llm/runner.h"
 #include "tools/backend_catalog.h"
 #include "tools/commands.h"

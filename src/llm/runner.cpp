@@ -118,7 +118,7 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     return make_error(ErrorCode::kInvalidArgument, "the prompt is empty (no tokens to process)");
   if (config.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}", config.max_new_tokens);
-  KESTREL_RETURN_IF_ERROR(Sampler::validate(config.sampler));
+  KESTREL_RETURN_IF_ERROR(config.sampler.validate());
   for (int64_t id : prompt_ids)
     if (id < 0 || id >= info.vocab_size)
       return make_error(ErrorCode::kInvalidArgument, "prompt token id {} is outside the vocabulary [0, {})", id,
