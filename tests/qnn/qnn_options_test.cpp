@@ -46,7 +46,7 @@ TEST(QnnOptions, EveryOptionHasTypeDefaultAndHelp) {
       "skip_node_op_set", "skip_node_id_set", "skip_mutable_buffer", "soc_model", "backend",
       "htp_performance_mode", "precision", "use_fp16", "shared_buffer", "online_prepare", "use_multi_contexts",
       "use_weight_sharing", "use_dlbc", "use_slc_allocator", "profile_level", "debug", "saver",
-      "dump_intermediate_outputs", "is_from_context_binary", "use_mha2sha"};
+      "dump_intermediate_outputs", "is_from_context_binary", "use_mha2sha", "embed_parameters"};
   ASSERT_EQ(table.specs().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     const auto& spec = table.specs()[i];
@@ -88,6 +88,7 @@ TEST(QnnOptions, DefaultsBuildReadableSpecs) {
                            "is_from_context_binary", "use_mha2sha"}) {
     EXPECT_EQ(text(*specs, flag), "false") << flag;
   }
+  EXPECT_EQ(text(*specs, "embed_parameters"), "true");
   EXPECT_EQ(specs->count("use_fp16"), 0u) << "folded into precision";
   // Every value is printable text, so `kestrel inspect` can show it.
   for (const auto& [key, bytes] : *specs) {
@@ -102,7 +103,7 @@ TEST(QnnOptions, EachBoolOptionReachesItsSpec) {
     auto specs = specs_for({{flag, true}});
     ASSERT_TRUE(specs.ok()) << flag << ": " << specs.error().to_string();
     for (const auto& [key, bytes] : *specs) {
-      if (bytes == std::vector<uint8_t>{'t', 'r', 'u', 'e'}) {
+      if (key != "embed_parameters" && bytes == std::vector<uint8_t>{'t', 'r', 'u', 'e'}) {
         EXPECT_EQ(key, flag);
       }
     }
@@ -185,6 +186,16 @@ TEST(QnnOptions, OnlinePrepareWithMultiContextsIsAnError) {
   EXPECT_FALSE(specs_for({{"online_prepare", true}, {"is_from_context_binary", true}}).ok());
   EXPECT_TRUE(specs_for({{"online_prepare", true}}).ok());
   EXPECT_TRUE(specs_for({{"use_multi_contexts", true}}).ok());
+}
+
+TEST(QnnOptions, EmbedParameters) {
+  auto specs = specs_for({{"embed_parameters", false}});
+  ASSERT_TRUE(specs.ok());
+  EXPECT_EQ(text(*specs, "embed_parameters"), "false");
+  auto parsed = parse_qnn_compile_specs(*specs);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_FALSE(parsed->embed_parameters);
+  EXPECT_FALSE(specs_for({{"embed_parameters", false}, {"is_from_context_binary", true}}).ok());
 }
 
 TEST(QnnOptions, WeightSharingNeedsV73) {

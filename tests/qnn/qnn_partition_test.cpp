@@ -340,6 +340,32 @@ TEST(QnnPayload, PreprocessRejectsForeignSpecsAndUnsupportedNodes) {
   EXPECT_NE(rejected.error().message().find("argmax"), std::string::npos);
 }
 
+TEST(QnnPayload, ReferencedParametersStayOutOfThePayload) {
+  LayerIds ids;
+  Graph embedded = decoder_layer(ids);
+  Graph referenced = decoder_layer(ids);
+  ASSERT_TRUE(make_partitioner().partition(embedded).ok());
+  ASSERT_TRUE(make_partitioner({{"embed_parameters", false}}).partition(referenced).ok());
+  const auto& big = embedded.delegates()[0].payload;
+  const auto& small = referenced.delegates()[0].payload;
+  EXPECT_LT(small.size() + 10000, big.size());
+  auto payload = parse_qnn_payload(small);
+  ASSERT_TRUE(payload.ok()) << payload.error().to_string();
+  EXPECT_TRUE(payload->blob.empty());
+  const auto* wq = payload->find_value(payload->inputs[0]);
+  ASSERT_NE(wq, nullptr);
+  size_t parameters = 0;
+  for (int32_t id : payload->inputs) {
+    const auto* v = payload->find_value(id);
+    if (v->kind == QnnValueKind::kParameter || v->kind == QnnValueKind::kConstant) {
+      ++parameters;
+      EXPECT_FALSE(v->embedded) << v->name;
+      EXPECT_GE(v->input_index, 0);
+    }
+  }
+  EXPECT_EQ(parameters, 8u) << "six weights and two rope tables, all delegate inputs";
+}
+
 TEST(QnnPayload, ParameterWithoutBytesIsAReference) {
   Graph g;
   auto x = g.add_input("x", DType::kF32, {1, 2, 64}, InputKind::kUser);

@@ -77,6 +77,10 @@ Status QnnCompileOptions::validate() {
                       "qnn: online_prepare cannot be combined with is_from_context_binary (a context "
                       "binary is already prepared)");
   }
+  if (is_from_context_binary && !embed_parameters) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "qnn: is_from_context_binary needs embed_parameters (a context binary holds its weights)");
+  }
   if (use_weight_sharing && htp_arch < 73) {
     return make_error(ErrorCode::kInvalidArgument,
                       "qnn: use_weight_sharing needs HTP v73 or newer; soc_model {} is v{}", soc_model,
@@ -94,7 +98,7 @@ Result<QnnCompileSpecBuilder> QnnCompileSpecBuilder::from_options(
       kUseFp16,         "shared_buffer",    "online_prepare",       "use_multi_contexts",
       "use_weight_sharing", "use_dlbc",     "use_slc_allocator",    "profile_level",
       "debug",          "saver",            "dump_intermediate_outputs", "is_from_context_binary",
-      "use_mha2sha"};
+      "use_mha2sha",    "embed_parameters"};
   for (const auto& [name, _] : compile_spec_options) {
     if (!kKnown.count(name)) {
       return make_error(ErrorCode::kInvalidArgument, "qnn compile spec: unknown option '{}'", name);
@@ -130,6 +134,7 @@ Result<QnnCompileSpecBuilder> QnnCompileSpecBuilder::from_options(
       {"dump_intermediate_outputs", &QnnCompileOptions::dump_intermediate_outputs},
       {"is_from_context_binary", &QnnCompileOptions::is_from_context_binary},
       {"use_mha2sha", &QnnCompileOptions::use_mha2sha},
+      {"embed_parameters", &QnnCompileOptions::embed_parameters},
   };
   for (const auto& b : kBools) {
     KESTREL_ASSIGN_OR_RETURN(o.*(b.field), get_option<bool>(compile_spec_options, b.name));
@@ -155,6 +160,7 @@ QnnCompileSpecBuilder& QnnCompileSpecBuilder::saver(bool v) { options_.saver = v
 QnnCompileSpecBuilder& QnnCompileSpecBuilder::dump_intermediate_outputs(bool v) { options_.dump_intermediate_outputs = v; return *this; }
 QnnCompileSpecBuilder& QnnCompileSpecBuilder::is_from_context_binary(bool v) { options_.is_from_context_binary = v; return *this; }
 QnnCompileSpecBuilder& QnnCompileSpecBuilder::use_mha2sha(bool v) { options_.use_mha2sha = v; return *this; }
+QnnCompileSpecBuilder& QnnCompileSpecBuilder::embed_parameters(bool v) { options_.embed_parameters = v; return *this; }
 
 Result<CompileSpecMap> QnnCompileSpecBuilder::build() const {
   QnnCompileOptions o = options_;
@@ -180,6 +186,7 @@ Result<CompileSpecMap> QnnCompileSpecBuilder::build() const {
   put("dump_intermediate_outputs", bool_text(o.dump_intermediate_outputs));
   put("is_from_context_binary", bool_text(o.is_from_context_binary));
   put("use_mha2sha", bool_text(o.use_mha2sha));
+  put("embed_parameters", bool_text(o.embed_parameters));
   return specs;
 }
 
@@ -242,6 +249,7 @@ Result<QnnCompileOptions> parse_qnn_compile_specs(const CompileSpecMap& specs) {
   KESTREL_ASSIGN_OR_RETURN(o.dump_intermediate_outputs, boolean("dump_intermediate_outputs"));
   KESTREL_ASSIGN_OR_RETURN(o.is_from_context_binary, boolean("is_from_context_binary"));
   KESTREL_ASSIGN_OR_RETURN(o.use_mha2sha, boolean("use_mha2sha"));
+  KESTREL_ASSIGN_OR_RETURN(o.embed_parameters, boolean("embed_parameters"));
   for (const auto& [key, _] : specs) {
     if (!seen.count(key)) {
       return make_error(ErrorCode::kCorrupt, "qnn compile specs: unknown key '{}'", key);

@@ -181,6 +181,11 @@ Result<std::vector<uint8_t>> serialize_qnn_payload(
                      {"attrs", std::move(attrs)}});
   }
 
+  // Parameters and constants are embedded unless the compile specs ask for references.
+  bool embed = true;
+  if (auto it = compile_specs.find("embed_parameters"); it != compile_specs.end()) {
+    embed = std::string(it->second.begin(), it->second.end()) != "false";
+  }
   std::set<exporter::ValueId> produced;
   for (const auto& node : subgraph.nodes()) produced.insert(node.outputs.begin(), node.outputs.end());
 
@@ -190,7 +195,7 @@ Result<std::vector<uint8_t>> serialize_qnn_payload(
     const exporter::Value& v = subgraph.value(id);
     QnnValueKind kind = QnnValueKind::kIntermediate;
     const bool is_input = input_index.count(id) != 0;
-    const bool has_data = v.data != nullptr &&
+    const bool has_data = embed && v.data != nullptr &&
                           (v.input_kind == exporter::InputKind::kParameter ||
                            v.input_kind == exporter::InputKind::kConstant);
     if (v.input_kind == exporter::InputKind::kParameter) {
@@ -202,6 +207,7 @@ Result<std::vector<uint8_t>> serialize_qnn_payload(
     } else if (output_index.count(id)) {
       kind = QnnValueKind::kOutput;
     }
+    // A value without embedded bytes (a reference included) must be an input or produced.
     if (!is_input && !has_data && !produced.count(id)) {
       return make_error(ErrorCode::kInvalidArgument,
                         "qnn preprocess: value {} ('{}') is used but is neither an input, embedded data, "

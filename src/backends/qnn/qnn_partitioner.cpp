@@ -85,6 +85,9 @@ std::vector<OptionSpec> make_specs() {
   specs.push_back(spec_bool("dump_intermediate_outputs", false, "dump every intermediate tensor (debugging)"));
   specs.push_back(spec_bool("is_from_context_binary", false, "the delegate is a prebuilt QNN context binary"));
   specs.push_back(spec_bool("use_mha2sha", false, "rewrite multi-head attention into single-head attentions"));
+  specs.push_back(spec_bool("embed_parameters", true,
+                            "store weights in each delegate payload (false: read them from the program's "
+                            "shared constants at run time)"));
   return specs;
 }
 

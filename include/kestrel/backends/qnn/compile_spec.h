@@ -40,6 +40,10 @@ struct QnnCompileOptions {
   bool dump_intermediate_outputs = false;
   bool is_from_context_binary = false;
   bool use_mha2sha = false;
+  // Weights and constant tables travel inside each payload (what QNN needs to build static
+  // tensors at init). False: they are references the delegate reads from its inputs, which
+  // point into the program's shared constant segment (smaller file, graph built at first run).
+  bool embed_parameters = true;
 
   // Derived from soc_model by validate(); written to the specs for the delegate's convenience.
   int htp_arch = 0;
@@ -76,6 +80,7 @@ class QnnCompileSpecBuilder {
   QnnCompileSpecBuilder& dump_intermediate_outputs(bool value);
   QnnCompileSpecBuilder& is_from_context_binary(bool value);
   QnnCompileSpecBuilder& use_mha2sha(bool value);
+  QnnCompileSpecBuilder& embed_parameters(bool value);
 
   const QnnCompileOptions& options() const { return options_; }
   // Validates, then serializes every option (and htp_arch, vtcm_mb, spec_version) as text.

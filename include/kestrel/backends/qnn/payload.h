@@ -12,9 +12,10 @@
 // The JSON header: {"version", "compile_specs": {key: text}, "values": [{id, name, dtype,
 // shape, kind, alias_of, input_index, output_index, data: {offset, nbytes}}], "inputs": [ids],
 // "outputs": [ids], "nodes": [{id, op, inputs, outputs, attrs: {name: {type, value}}}]}.
-// Parameters and constants whose bytes the exporter had are embedded in the blob (64-aligned);
-// one without bytes is a reference: the runtime passes it as the delegate input at its
-// input_index, like any other input.
+// Parameters and constants whose bytes the exporter had are embedded in the blob (64-aligned),
+// unless the compile spec embed_parameters is "false"; one without embedded bytes is a
+// reference: the runtime passes it as the delegate input at its input_index, like any other
+// input (for a program's constants, a view into its shared constant segment).
 #pragma once
 
 #include <cstdint>
