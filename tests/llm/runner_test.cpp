@@ -259,7 +259,7 @@ TEST(BufferAllocatorHook, MemfdAllocatorServesTheRunner) {
 // ---- generation ----
 
 TEST(Generation, CapacityCheckedBeforeAnySideEffect) {
-  auto runner = *runner_for(base_spec());  // context 48
+  auto runner = std::move(runner_for(base_spec())).value();  // context 48
   auto first = runner->generate_ids({1, 2, 3, 4, 5, 6}, greedy(4));
   ASSERT_TRUE(first.ok());
   const int64_t position = runner->position();
@@ -270,7 +270,7 @@ TEST(Generation, CapacityCheckedBeforeAnySideEffect) {
   EXPECT_EQ(runner->position(), position);
   // The session goes on exactly as if the failed call never happened.
   auto second = runner->generate_ids({9, 10}, greedy(4));
-  auto fresh = *runner_for(base_spec());
+  auto fresh = std::move(runner_for(base_spec())).value();
   ASSERT_TRUE(fresh->generate_ids({1, 2, 3, 4, 5, 6}, greedy(4)).ok());
   auto expected = fresh->generate_ids({9, 10}, greedy(4));
   ASSERT_TRUE(second.ok() && expected.ok());
@@ -280,7 +280,7 @@ TEST(Generation, CapacityCheckedBeforeAnySideEffect) {
 TEST(Generation, ChunkedPrefillMatchesTokenByTokenDecode) {
   const std::vector<int64_t> prompt{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41};  // 2 chunks + 3 tail
   for (auto policy : {llm::TailPolicy::kDecode, llm::TailPolicy::kOverlap}) {
-    auto chunked = *runner_for(base_spec());
+    auto chunked = std::move(runner_for(base_spec())).value();
     auto& io = dynamic_cast<llm::HfStaticIOManager&>(chunked->io_manager());
     io.set_tail_policy(policy);
     // Warm the call-time estimates so the overlap policy can choose a prefill for the tail.
@@ -291,7 +291,7 @@ TEST(Generation, ChunkedPrefillMatchesTokenByTokenDecode) {
     std::vector<float> chunked_logits(logits->begin(), logits->end());
     EXPECT_GT(io.prefill_calls(), 0);
 
-    auto stepwise = *runner_for(base_spec());
+    auto stepwise = std::move(runner_for(base_spec())).value();
     auto& io2 = stepwise->io_manager();
     Result<std::span<const float>> step = Error(ErrorCode::kInternal, "unset");
     for (size_t i = 0; i < prompt.size(); ++i) step = io2.forward(std::span<const int64_t>(&prompt[i], 1), i);
@@ -321,7 +321,7 @@ TEST(Generation, SameSeedSameTokens) {
 }
 
 TEST(Generation, MultiTurnKeepsTheCacheAndResetClearsIt) {
-  auto session = *runner_for(base_spec());
+  auto session = std::move(runner_for(base_spec())).value();
   auto turn1 = session->generate_ids({1, 10, 20}, greedy(5));
   ASSERT_TRUE(turn1.ok());
   auto turn2 = session->generate_ids({30, 40}, greedy(5));
@@ -356,7 +356,7 @@ TEST(Generation, StopsAtEos) {
 }
 
 TEST(Generation, RejectsBadRequests) {
-  auto runner = *runner_for(base_spec());
+  auto runner = std::move(runner_for(base_spec())).value();
   EXPECT_EQ(runner->generate_ids({}, greedy(3)).error().code(), ErrorCode::kInvalidArgument);
   auto bad_token = runner->generate_ids({1, 96}, greedy(3));
   ASSERT_FALSE(bad_token.ok());
