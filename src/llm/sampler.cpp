@@ -123,30 +123,65 @@ int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> 
     if (l[a] != l[b]) return l[a] > l[b];
     return a < b;
   };
+  const double inv_t = 1.0 / static_cast<double>(config_.temperature);
+  std::vector<double>& p = scratch_probs_;  // weights exp((l - max) / T) of ids[0..count), in that order
   size_t count = n;
+  double total = 0;  // weight of the softmax set (after top-k, before top-p and min-p)
+
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < n) {
     count = static_cast<size_t>(config_.top_k);
     std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(count), ids.end(), better);
-  } else if (config_.top_p < 1 || config_.min_p > 0) {
-    std::sort(ids.begin(), ids.end(), better);
+    const double max_logit = l[ids[0]];
+    if (l[ids[0]] == kNegInf) return ids[0];
+    p.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      p[i] = std::exp((static_cast<double>(l[ids[i]]) - max_logit) * inv_t);
+      total += p[i];
+    }
   } else {
-    // No filter needs the order; only the maximum matters for a stable softmax.
-    auto best = std::min_element(ids.begin(), ids.end(), better);
-    std::iter_swap(ids.begin(), best);
-  }
-  const float max_logit = l[ids[0]];
-  if (max_logit == kNegInf) return ids[0];
-
-  std::vector<double>& p = scratch_probs_;
-  p.resize(count);
-  double total = 0;
-  const double inv_t = 1.0 / static_cast<double>(config_.temperature);
-  for (size_t i = 0; i < count; ++i) {
-    p[i] = std::exp((static_cast<double>(l[ids[i]]) - static_cast<double>(max_logit)) * inv_t);
-    total += p[i];
+    const int32_t best = *std::min_element(ids.begin(), ids.end(), better);
+    if (l[best] == kNegInf) return best;
+    const double max_logit = l[best];
+    std::vector<double>& w = scratch_weights_;  // by token id
+    w.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      w[i] = std::exp((static_cast<double>(l[i]) - max_logit) * inv_t);
+      total += w[i];
+    }
+    if (config_.top_p < 1 || config_.min_p > 0) {
+      // Only a best-first prefix can survive, so sort as little as possible: min-p is a
+      // threshold on the weight (p / p_max = w), applied here before sorting; top-p needs the
+      // best tokens until their weight reaches top_p * total.
+      size_t m = n;
+      if (config_.min_p > 0) {
+        m = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (w[i] >= static_cast<double>(config_.min_p)) ids[m++] = static_cast<int32_t>(i);
+        }
+      }
+      size_t k = m;
+      if (config_.top_p < 1) {
+        const double target = static_cast<double>(config_.top_p) * total;
+        k = std::min<size_t>(m, 256);
+        while (true) {
+          std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k),
+                            ids.begin() + static_cast<std::ptrdiff_t>(m), better);
+          double mass = 0;
+          for (size_t i = 0; i < k; ++i) mass += w[ids[i]];
+          if (mass >= target || k == m) break;
+          k = std::min(m, k * 4);
+        }
+      } else {
+        std::sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(m), better);
+      }
+      count = k;
+    }
+    p.resize(count);
+    for (size_t i = 0; i < count; ++i) p[i] = w[ids[i]];
   }
 
   if (config_.top_p < 1) {
+    // Smallest best-first prefix whose weight reaches top_p of the softmax set.
     const double target = static_cast<double>(config_.top_p) * total;
     double cumulative = 0;
     size_t keep = count;
@@ -158,7 +193,6 @@ int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> 
       }
     }
     count = keep;
-    total = cumulative;
   }
   if (config_.min_p > 0) {
     // p[0] is the largest; the list is sorted, so the kept tokens are a prefix.
@@ -167,10 +201,10 @@ int64_t Sampler::sample(std::span<const float> logits, std::span<const int64_t> 
     while (keep < count && p[keep] >= threshold) ++keep;
     count = keep;
   }
-  total = 0;
-  for (size_t i = 0; i < count; ++i) total += p[i];
+  double kept = 0;
+  for (size_t i = 0; i < count; ++i) kept += p[i];
 
-  const double u = next_uniform() * total;
+  const double u = next_uniform() * kept;
   double cumulative = 0;
   for (size_t i = 0; i < count; ++i) {
     cumulative += p[i];

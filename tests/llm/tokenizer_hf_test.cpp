@@ -541,5 +541,33 @@ TEST(HfTokenizer, CharacterWithoutFallbackIsAnError) {
   EXPECT_NE(bad.error().message().find("'b'"), std::string::npos) << bad.error().message();
 }
 
+TEST(HfTokenizer, DamagedFilesFailCleanly) {
+  // Every truncation and a few thousand single-byte corruptions of a valid file either load or
+  // fail with an error; whatever loads can still encode and decode without crashing.
+  for (const json& base : {byte_level_json(), sentencepiece_json()}) {
+    const std::string good = base.dump();
+    for (size_t len = 0; len < good.size(); len += 97) {
+      EXPECT_FALSE(load_hf_tokenizer(std::string_view(good).substr(0, len)).ok()) << len;
+    }
+    uint64_t x = 42;
+    const auto next = [&x] {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      return x >> 33;
+    };
+    const std::string charset = "{}[]\",:0123456789 -abnlrstu\\";
+    for (int round = 0; round < 2000; ++round) {
+      std::string damaged = good;
+      damaged[next() % damaged.size()] = charset[next() % charset.size()];
+      auto t = load_hf_tokenizer(std::string_view(damaged));
+      if (!t.ok()) {
+        EXPECT_FALSE(t.error().message().empty());
+        continue;
+      }
+      auto ids = (*t)->encode("hello world <s> \xC3\xA9", true);
+      if (ids.ok()) (void)(*t)->decode(*ids);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kestrel::llm

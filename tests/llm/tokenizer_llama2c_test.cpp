@@ -140,7 +140,12 @@ TEST(Llama2cTokenizer, TruncatedOrBadFilesAreErrors) {
   ASSERT_FALSE(truncated.ok());
   EXPECT_NE(truncated.error().message().find("token 277"), std::string::npos) << truncated.error().message();
   EXPECT_FALSE(load_llama2c_tokenizer(std::span<const uint8_t>(bin.data(), 2), 278).ok());
-  EXPECT_FALSE(load_llama2c_tokenizer(bin, 0).ok());
+  EXPECT_FALSE(load_llama2c_tokenizer(bin, -1).ok());
+  // vocab_size 0 reads every token of the file.
+  auto all = load_llama2c_tokenizer(bin, 0);
+  ASSERT_TRUE(all.ok()) << all.error().to_string();
+  EXPECT_EQ((*all)->vocab_size(), 278);
+  EXPECT_FALSE(load_llama2c_tokenizer(cut, 0).ok());
 
   auto t = load(hello_vocab());
   ASSERT_TRUE(t);
@@ -163,6 +168,56 @@ TEST(Llama2cTokenizer, VocabBuiltFromCorpusRoundTrips) {
   EXPECT_LT(ids->size(), corpus.size() / 2);
   EXPECT_EQ(*t->decode(*ids), corpus);
   EXPECT_EQ(fixtures::build_llama2c_vocab(corpus, 512).back().piece, vocab.back().piece);  // deterministic
+}
+
+TEST(Llama2cTokenizer, DamagedFilesFailCleanly) {
+  const std::vector<uint8_t> good = fixtures::build_llama2c_tokenizer_bin(hello_vocab());
+  uint64_t x = 7;
+  const auto next = [&x] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return x >> 33;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<uint8_t> damaged = good;
+    if (round % 3 == 0) damaged.resize(next() % good.size());
+    for (int k = 0; k < 3 && !damaged.empty(); ++k) damaged[next() % damaged.size()] = static_cast<uint8_t>(next());
+    for (int64_t vocab : {int64_t{0}, int64_t{278}, int64_t{1} << 21}) {
+      auto t = load_llama2c_tokenizer(damaged, vocab);
+      if (!t.ok()) continue;
+      auto ids = (*t)->encode("hello world \xC3\xA9", true);
+      if (ids.ok()) (void)(*t)->decode(*ids);
+    }
+  }
+}
+
+TEST(Llama2cTokenizer, FormatDetectionAndFileLoading) {
+  const std::vector<uint8_t> bin = fixtures::build_llama2c_tokenizer_bin(hello_vocab());
+  EXPECT_EQ(detect_tokenizer_format(bin), TokenizerFormat::kLlama2c);
+  const std::string json = "  \n{\"model\": {}}";
+  EXPECT_EQ(detect_tokenizer_format(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(json.data()), json.size())),
+            TokenizerFormat::kHfJson);
+  EXPECT_EQ(*parse_tokenizer_format("llama2c"), TokenizerFormat::kLlama2c);
+  EXPECT_EQ(*parse_tokenizer_format("hf_json"), TokenizerFormat::kHfJson);
+  EXPECT_STREQ(tokenizer_format_name(TokenizerFormat::kLlama2c), "llama2c");
+  auto bad = parse_tokenizer_format("sentencepiece");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("llama2c"), std::string::npos);
+
+  const std::string path = std::string(KESTREL_TEST_BINARY_DIR) + "/llama2c_format_test_tokenizer.bin";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bin.data(), 1, bin.size(), f);
+    std::fclose(f);
+  }
+  auto loaded = load_tokenizer_file(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  EXPECT_EQ(*(*loaded)->encode("hello world", false), (Ids{271, 276}));
+  std::remove(path.c_str());
+  auto missing = load_tokenizer_file(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ErrorCode::kIo);
+  EXPECT_NE(missing.error().message().find(path), std::string::npos);
 }
 
 }  // namespace

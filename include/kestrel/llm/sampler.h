@@ -55,6 +55,7 @@ class Sampler {
   std::vector<float> scratch_logits_;
   std::vector<int32_t> scratch_ids_;
   std::vector<double> scratch_probs_;
+  std::vector<double> scratch_weights_;
 };
 
 }  // namespace kestrel::llm

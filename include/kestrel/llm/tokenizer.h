@@ -67,11 +67,34 @@ Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> to
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::string_view tokenizer_json);
 
 // llama2.c tokenizer.bin: int32 max_token_length, then per token: float score, int32 length,
-// bytes. `vocab_size` comes from the model config (the file does not store it). bos = 1,
-// eos = 2; encode follows llama2.c run.c (dummy space prefix, <0xNN> byte fallback, greedy
-// merges by best score).
+// bytes (little-endian). `vocab_size` comes from the model config (the file does not store
+// it); 0 reads every token in the file, which must then end exactly after the last one.
+// bos = 1, eos = 2; encode follows llama2.c run.c (dummy space prefix, <0xNN> byte fallback,
+// greedy merges by best score). Added/special tokens are not matched inside text.
 Result<std::unique_ptr<Tokenizer>> load_llama2c_tokenizer(std::span<const uint8_t> tokenizer_bin,
                                                           int64_t vocab_size);
+
+enum class TokenizerFormat {
+  kHfJson,   // HF tokenizer.json
+  kLlama2c,  // llama2.c tokenizer.bin
+};
+
+// "hf_json" / "llama2c".
+const char* tokenizer_format_name(TokenizerFormat format);
+// Accepts "hf_json", "hf", "tokenizer.json", "llama2c", "tokenizer.bin"; anything else is a
+// kInvalidArgument error listing the accepted names.
+Result<TokenizerFormat> parse_tokenizer_format(std::string_view name);
+// A file whose first non-blank byte is '{' is a tokenizer.json; anything else llama2.c.
+TokenizerFormat detect_tokenizer_format(std::span<const uint8_t> bytes);
+
+// Loads either format (vocab_size only matters for llama2.c, see load_llama2c_tokenizer).
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(TokenizerFormat format, std::span<const uint8_t> bytes,
+                                                  int64_t vocab_size = 0);
+// Reads `path` (a kIo error naming it if that fails) and loads it in `format`, detected from
+// the contents when not given.
+Result<std::unique_ptr<Tokenizer>> load_tokenizer_file(const std::string& path,
+                                                       std::optional<TokenizerFormat> format = std::nullopt,
+                                                       int64_t vocab_size = 0);
 
 // Incremental detokenizer for streaming generation. push() returns the text completed by one
 // more token; a multi-byte UTF-8 character split across tokens is held back until complete.

@@ -1,5 +1,6 @@
 // llama2.c tokenizer.bin, encoded and decoded as llama2.c run.c does.
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <unordered_map>
@@ -14,7 +15,7 @@ namespace {
 
 constexpr int64_t kBos = 1;
 constexpr int64_t kEos = 2;
-constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxVocab = int64_t{1} << 22;
 
 struct StringHash {
   using is_transparent = void;
@@ -37,10 +38,11 @@ std::optional<uint8_t> parse_byte_piece(std::string_view s) {
 class Llama2cTokenizer final : public Tokenizer {
  public:
   Status load(std::span<const uint8_t> bin, int64_t vocab_size) {
-    if (vocab_size <= 0 || vocab_size > kMaxVocab) {
-      return make_error(ErrorCode::kInvalidArgument, "tokenizer.bin: vocab_size {} is outside [1, {}]", vocab_size,
+    if (vocab_size < 0 || vocab_size > kMaxVocab) {
+      return make_error(ErrorCode::kInvalidArgument, "tokenizer.bin: vocab_size {} is outside [0, {}]", vocab_size,
                         kMaxVocab);
     }
+    const bool read_all = vocab_size == 0;  // every token the file holds
     size_t pos = 0;
     const auto read = [&](void* dst, size_t n) {
       if (bin.size() - pos < n) return false;
@@ -56,16 +58,20 @@ class Llama2cTokenizer final : public Tokenizer {
     if (max_token_length < 0) {
       return make_error(ErrorCode::kCorrupt, "tokenizer.bin: max_token_length {} is negative", max_token_length);
     }
-    pieces_.resize(static_cast<size_t>(vocab_size));
-    scores_.resize(static_cast<size_t>(vocab_size));
+    // Each token takes at least 8 bytes of the file, which bounds what a bad vocab_size can reserve.
+    const size_t expected = read_all ? bin.size() / 8 : std::min(static_cast<size_t>(vocab_size), bin.size() / 8);
+    pieces_.reserve(expected);
+    scores_.reserve(expected);
     byte_ids_.fill(-1);
-    for (int64_t id = 0; id < vocab_size; ++id) {
+    for (int64_t id = 0; read_all ? pos < bin.size() : id < vocab_size; ++id) {
+      if (id >= kMaxVocab) {
+        return make_error(ErrorCode::kCorrupt, "tokenizer.bin: more than {} tokens", kMaxVocab);
+      }
       float score = 0;
       int32_t len = 0;
       if (!read(&score, sizeof(score)) || !read(&len, sizeof(len))) {
-        return make_error(ErrorCode::kCorrupt,
-                          "tokenizer.bin: token {} header is past the end of the file ({} bytes; vocab_size {})", id,
-                          bin.size(), vocab_size);
+        return make_error(ErrorCode::kCorrupt, "tokenizer.bin: token {} header is past the end of the file ({} bytes{})",
+                          id, bin.size(), read_all ? std::string() : fmt::format("; vocab_size {}", vocab_size));
       }
       if (len < 0 || static_cast<size_t>(len) > bin.size() - pos) {
         return make_error(ErrorCode::kCorrupt,
@@ -74,11 +80,12 @@ class Llama2cTokenizer final : public Tokenizer {
       }
       std::string piece(reinterpret_cast<const char*>(bin.data() + pos), static_cast<size_t>(len));
       pos += static_cast<size_t>(len);
-      scores_[static_cast<size_t>(id)] = score;
+      scores_.push_back(score);
       if (auto byte = parse_byte_piece(piece); byte && byte_ids_[*byte] < 0) byte_ids_[*byte] = id;
       lookup_.emplace(piece, id);  // the first id of a duplicated piece wins
-      pieces_[static_cast<size_t>(id)] = std::move(piece);
+      pieces_.push_back(std::move(piece));
     }
+    if (pieces_.empty()) return make_error(ErrorCode::kCorrupt, "tokenizer.bin: the file holds no tokens");
     return ok_status();
   }
 

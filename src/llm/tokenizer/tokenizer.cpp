@@ -1,5 +1,11 @@
 #include "kestrel/llm/tokenizer.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "kestrel/core/error_helpers.h"
 #include "llm/tokenizer/utf8.h"
 
 namespace kestrel::llm {
@@ -26,6 +32,50 @@ std::vector<int64_t> Tokenizer::eos_ids() const { return {}; }
 std::optional<int64_t> Tokenizer::token_id(std::string_view /*piece*/) const { return std::nullopt; }
 
 bool Tokenizer::is_special(int64_t /*id*/) const { return false; }
+
+const char* tokenizer_format_name(TokenizerFormat format) {
+  switch (format) {
+    case TokenizerFormat::kHfJson: return "hf_json";
+    case TokenizerFormat::kLlama2c: return "llama2c";
+  }
+  return "unknown";
+}
+
+Result<TokenizerFormat> parse_tokenizer_format(std::string_view name) {
+  if (name == "hf_json" || name == "hf" || name == "tokenizer.json") return TokenizerFormat::kHfJson;
+  if (name == "llama2c" || name == "tokenizer.bin") return TokenizerFormat::kLlama2c;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown tokenizer format '{}' (known: hf_json, hf, tokenizer.json, llama2c, tokenizer.bin)", name);
+}
+
+TokenizerFormat detect_tokenizer_format(std::span<const uint8_t> bytes) {
+  for (uint8_t b : bytes) {
+    if (b == ' ' || b == '\t' || b == '\n' || b == '\r') continue;
+    return b == '{' ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c;
+  }
+  return TokenizerFormat::kLlama2c;
+}
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(TokenizerFormat format, std::span<const uint8_t> bytes,
+                                                  int64_t vocab_size) {
+  switch (format) {
+    case TokenizerFormat::kHfJson: return load_hf_tokenizer(bytes);
+    case TokenizerFormat::kLlama2c: return load_llama2c_tokenizer(bytes, vocab_size);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "unknown tokenizer format {}", static_cast<int>(format));
+}
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer_file(const std::string& path, std::optional<TokenizerFormat> format,
+                                                       int64_t vocab_size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kIo, "cannot open tokenizer file '{}': {}", path, std::strerror(errno));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return make_error(ErrorCode::kIo, "cannot read tokenizer file '{}'", path);
+  const TokenizerFormat f = format ? *format : detect_tokenizer_format(bytes);
+  auto tokenizer = load_tokenizer(f, bytes, vocab_size);
+  if (!tokenizer.ok()) return tokenizer.error().with_context(path);
+  return tokenizer;
+}
 
 StreamingDecoder::StreamingDecoder(const Tokenizer& tokenizer, int64_t prev_id)
     : tokenizer_(&tokenizer), prev_id_(prev_id) {}
