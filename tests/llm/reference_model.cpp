@@ -79,8 +79,10 @@ std::vector<double> ReferenceModel::inverse_frequencies() const {
   std::vector<double> inv(head_dim / 2);
   for (int64_t i = 0; i < head_dim / 2; ++i) inv[i] = std::pow(config_.rope_theta, -2.0 * i / head_dim);
   if (config_.llama3_rope_scaling) {
-    // rope_scaling {llama3, factor 8, low 1, high 4, original 64}, from the published definition.
-    const double factor = 8, low = 1, high = 4, original = 64;
+    // The fixture's rope_scaling: {llama3, factor 8, low 1, high 4, original max_position / 4},
+    // applied per the published llama3 definition.
+    const double factor = 8, low = 1, high = 4;
+    const double original = static_cast<double>(std::max<int64_t>(1, config_.max_position_embeddings / 4));
     for (double& f : inv) {
       const double wavelength = 2 * std::numbers::pi / f;
       if (wavelength < original / high) continue;
