@@ -67,7 +67,8 @@ RpcmemAllocator::~RpcmemAllocator() {
 }
 
 void RpcmemAllocator::note_fallback(const std::string& reason) {
-  // Caller holds no lock on logged_ other than mutex_ (held by allocate()).
+  // Called with mutex_ held. One warning per kind of fallback (the text before ':'), so a
+  // runner allocating many buffers explains itself once.
   const std::string category = reason.substr(0, reason.find(':'));
   if (logged_.insert(category).second) {
     log(LogLevel::kWarn, "rpcmem: {}; I/O buffers fall back to the heap (copies instead of zero-copy)", reason);
