@@ -39,7 +39,8 @@ class Tokenizer {
 
   // Bytes that `id` contributes to decoded text when it follows `prev_id` (-1: at the start of
   // the text). Differs from token_bytes only where a decoder strips the leading space of a text
-  // (SentencePiece-style tokenizers, llama2.c after bos). Default: token_bytes(id).
+  // (SentencePiece-style tokenizers at the start; llama2.c at the start and after bos).
+  // Default: token_bytes(id).
   virtual Result<std::string> piece_bytes(int64_t id, int64_t prev_id) const;
 
   // One past the largest token id.
@@ -62,7 +63,11 @@ class Tokenizer {
 // Metaspace, Digits, WhitespaceSplit, Whitespace, Punctuation, Sequence; decoders ByteLevel,
 // Replace, ByteFallback, Fuse, Strip (leading only), Metaspace, Sequence; post_processor
 // TemplateProcessing (its leading special token is the bos), ByteLevel, Sequence.
-// Regexes run through PCRE2 with UTF and UCP.
+// Regexes run through PCRE2 with UTF and UCP. Without a template bos, a special added token
+// named <|begin_of_text|>, <s>, <bos> or <|startoftext|> is the bos; eos_ids() are the special
+// added tokens with conventional end names (</s>, <|end_of_text|>, <|eot_id|>, <|eom_id|>,
+// <|endoftext|>, <|im_end|>, <eos>, <end_of_turn>, <|end|>, <|eos|>). Anything else in the file
+// that changes encoding and is not supported is a kUnsupported error naming it.
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> tokenizer_json);
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::string_view tokenizer_json);
 
