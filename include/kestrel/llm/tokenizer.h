@@ -66,8 +66,9 @@ class Tokenizer {
 // Regexes run through PCRE2 with UTF and UCP. Without a template bos, a special added token
 // named <|begin_of_text|>, <s>, <bos> or <|startoftext|> is the bos; eos_ids() are the special
 // added tokens with conventional end names (</s>, <|end_of_text|>, <|eot_id|>, <|eom_id|>,
-// <|endoftext|>, <|im_end|>, <eos>, <end_of_turn>, <|end|>, <|eos|>). Anything else in the file
-// that changes encoding and is not supported is a kUnsupported error naming it.
+// <|endoftext|>, <|im_end|>, <eos>, <end_of_turn>, <|end|>, <|eos|>). An unsupported component
+// type or BPE option is a kUnsupported error naming it; truncation, padding and BPE dropout
+// are ignored (inference encodes whole texts, deterministically).
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> tokenizer_json);
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::string_view tokenizer_json);
 
