@@ -152,7 +152,8 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
 
   Sampler sampler(config.sampler);
   std::optional<StreamingDecoder> decoder;
-  if (tokenizer_) decoder.emplace(*tokenizer_);
+  // The last prompt token tells the decoder whether the first piece keeps its leading space.
+  if (tokenizer_) decoder.emplace(*tokenizer_, history_.empty() ? -1 : history_.back());
   StopStringFilter stops(config.stop_strings);
   bool keep_going = true;
   auto emit = [&](const std::string& text) {

@@ -1,0 +1,83 @@
+// The runner with the program's embedded tokenizer: text in, streamed text out, stop strings.
+#include <gtest/gtest.h>
+
+#include "kestrel/export/checkpoint.h"
+#include "kestrel/fixtures/default_model.h"
+#include "kestrel/llm/runner.h"
+#include "llm/test_programs.h"
+
+namespace kestrel::testing {
+namespace {
+
+std::unique_ptr<llm::Runner> default_model_runner() {
+  TempDir dir;
+  EXPECT_TRUE(fixtures::write_default_model(dir.file("model")).ok());
+  auto checkpoint = exporter::load_checkpoint(dir.file("model"));
+  EXPECT_TRUE(checkpoint.ok()) << checkpoint.error().to_string();
+  auto spec = exporter::export_program(*checkpoint, small_export(8, 96));
+  EXPECT_TRUE(spec.ok()) << spec.error().to_string();
+  auto runner = llm::Runner::from_program(load_spec(*spec));
+  EXPECT_TRUE(runner.ok()) << runner.error().to_string();
+  return std::move(runner).value();
+}
+
+llm::GenerationConfig greedy(int64_t n) {
+  llm::GenerationConfig config;
+  config.max_new_tokens = n;
+  config.sampler.temperature = 0;
+  config.stop_at_eos = false;
+  return config;
+}
+
+TEST(RunnerText, StreamsValidTextThatMatchesTheTokens) {
+  auto runner = default_model_runner();
+  ASSERT_NE(runner->tokenizer(), nullptr);
+  std::string streamed;
+  auto result = runner->generate("The little bird sang", greedy(24), [&](const std::string& piece) {
+    streamed += piece;
+    return true;
+  });
+  ASSERT_TRUE(result.ok()) << result.error().to_string();
+  EXPECT_EQ(streamed, result->text);
+  EXPECT_EQ(result->token_ids.size(), 24u);
+  // The prompt starts with bos and encodes the text.
+  EXPECT_EQ(result->prompt_token_ids.front(), runner->model_info().bos_id);
+  auto decoded = runner->tokenizer()->decode(result->token_ids);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, result->text);
+}
+
+TEST(RunnerText, StopStringCutsTheTextAndStops) {
+  auto runner = default_model_runner();
+  auto full = runner->generate("Rain fell on the hills", greedy(24));
+  ASSERT_TRUE(full.ok());
+  ASSERT_GE(full->text.size(), 8u);
+  const std::string stop = full->text.substr(full->text.size() / 2, 3);
+  const size_t cut = full->text.find(stop);
+
+  runner->reset();
+  auto config = greedy(24);
+  config.stop_strings = {stop};
+  std::string streamed;
+  auto stopped = runner->generate("Rain fell on the hills", config, [&](const std::string& piece) {
+    streamed += piece;
+    return true;
+  });
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->stop_reason, "stop_string");
+  EXPECT_EQ(stopped->text, full->text.substr(0, cut));
+  EXPECT_EQ(streamed, stopped->text);
+  EXPECT_LT(stopped->token_ids.size(), full->token_ids.size());
+}
+
+TEST(RunnerText, CallbackCanStopGeneration) {
+  auto runner = default_model_runner();
+  int calls = 0;
+  auto result = runner->generate("Birds", greedy(30), [&](const std::string&) { return ++calls < 3; });
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->stop_reason, "callback");
+  EXPECT_LT(result->token_ids.size(), 30u);
+}
+
+}  // namespace
+}  // namespace kestrel::testing
