@@ -1,0 +1,60 @@
+// The optimized CPU kernel set: the portable kernels with the hot decode ops replaced by
+// SIMD (AVX2 + FMA + F16C, chosen at run time) and multi-threaded versions that keep the
+// contract of docs/ops.md (same validation, same error messages, same results within float
+// rounding; q8 `linear` quantizes the activation row to q8 and is exact up to that rounding).
+//
+// Replaced ops: linear (f32, f16, bf16 and q8 weights; output rows split over a persistent
+// thread pool), attention (f32 caches; threads over heads), rms_norm and silu. Every other op
+// is the portable kernel. On a CPU without AVX2/FMA/F16C, or when the scalar ISA is forced,
+// the replaced ops call the portable kernels.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "kestrel/runtime/kernel.h"
+
+namespace kestrel::cpu {
+
+// Instruction set used by the optimized kernels.
+enum class Isa {
+  kScalar,  // the portable kernels (single-threaded)
+  kAvx2,    // AVX2 + FMA + F16C
+};
+
+std::string_view isa_name(Isa isa);                      // "scalar", "avx2"
+std::optional<Isa> isa_from_name(std::string_view name);  // inverse of isa_name
+
+// The best ISA this CPU supports.
+Isa best_supported_isa();
+// The ISA a registry uses when none is requested: best_supported_isa(), unless the
+// environment variable KESTREL_CPU_ISA is `scalar` (or `avx2`, which still needs CPU support).
+// An unknown KESTREL_CPU_ISA value is ignored with a warning.
+Isa default_isa();
+
+struct CpuKernelOptions {
+  int threads = 0;         // threads per kernel call, the caller included; 0: hardware_concurrency
+  std::optional<Isa> isa;  // unset: default_isa(); a request above best_supported_isa() is lowered
+  // q8 weights: quantize each activation row to q8 once per call and use int8 dot products
+  // (like Q8_0 x Q8_0), exact up to that rounding; false: widen the weights to f32 on the fly
+  // and keep the activations exact. Activations with a non-finite value always take the f32 way.
+  bool q8_quantize_activations = true;
+};
+
+// The portable kernels with the hot ops replaced. Registries are cached per (threads, ISA)
+// and each owns a persistent thread pool of threads - 1 workers (created once, spin briefly then
+// sleep between calls). Thread-safe; a registry may be shared by several programs. When two
+// threads run kernels of the same registry at once, one of them runs its call single-threaded.
+std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int threads = 0);
+std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options);
+
+// What a registry made with `options` actually uses (threads resolved, ISA lowered).
+struct CpuKernelConfig {
+  int threads = 1;  // 1 for the scalar ISA (the portable kernels are single-threaded)
+  Isa isa = Isa::kScalar;
+  bool q8_quantize_activations = true;
+};
+CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options);
+
+}  // namespace kestrel::cpu

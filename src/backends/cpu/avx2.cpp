@@ -1,0 +1,382 @@
+// AVX2 + FMA + F16C kernels; see avx2.h. Every function that uses the intrinsics (helpers
+// included, so that they inline) carries the target attribute: the file builds with the
+// project's default flags and runs only where the CPU was checked for the extensions.
+#include "backends/cpu/avx2.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define KESTREL_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace kestrel::cpu::detail {
+
+namespace {
+
+KESTREL_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+KESTREL_AVX2 inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+KESTREL_AVX2 inline float half_to_float(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+// Row readers for the float weight dtypes: eight values widened to f32, or one.
+struct F32Row {
+  static constexpr size_t kElementBytes = 4;
+  KESTREL_AVX2 static inline __m256 load8(const uint8_t* row, int64_t k) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row + 4 * k));
+  }
+  KESTREL_AVX2 static inline float load1(const uint8_t* row, int64_t k) {
+    float v;
+    std::memcpy(&v, row + 4 * k, sizeof(v));
+    return v;
+  }
+};
+
+struct F16Row {
+  static constexpr size_t kElementBytes = 2;
+  KESTREL_AVX2 static inline __m256 load8(const uint8_t* row, int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  }
+  KESTREL_AVX2 static inline float load1(const uint8_t* row, int64_t k) { return half_to_float(row + 2 * k); }
+};
+
+struct BF16Row {
+  static constexpr size_t kElementBytes = 2;
+  KESTREL_AVX2 static inline __m256 load8(const uint8_t* row, int64_t k) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  KESTREL_AVX2 static inline float load1(const uint8_t* row, int64_t k) {
+    uint16_t b;
+    std::memcpy(&b, row + 2 * k, sizeof(b));
+    const uint32_t bits = static_cast<uint32_t>(b) << 16;
+    float v;
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+  }
+};
+
+// R weight rows (`stride` bytes apart) dotted with one x row. The arithmetic of each row is
+// the same for every R, so grouping rows never changes a result.
+template <typename Row, int R>
+KESTREL_AVX2 inline void float_dot_rows(const float* x, const uint8_t* w, size_t stride, int64_t K, float* out) {
+  __m256 acc0[R], acc1[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + k);
+    const __m256 x1 = _mm256_loadu_ps(x + k + 8);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm256_fmadd_ps(Row::load8(w + r * stride, k), x0, acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(Row::load8(w + r * stride, k + 8), x1, acc1[r]);
+    }
+  }
+  if (k + 8 <= K) {
+    const __m256 x0 = _mm256_loadu_ps(x + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc0[r] = _mm256_fmadd_ps(Row::load8(w + r * stride, k), x0, acc0[r]);
+    k += 8;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    float sum = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+    for (int64_t t = k; t < K; ++t) sum += Row::load1(w + r * stride, t) * x[t];
+    out[r] = sum;
+  }
+}
+
+// |w| * (x * sign(w)) summed in pairs then quads: the int8 x int8 block dot product of eight
+// lanes of four. |w| <= 128 and |x| <= 127, so the 16-bit pair sums cannot saturate.
+KESTREL_AVX2 inline __m256 int8_dot(__m256i w, __m256i x) {
+  const __m256i abs_w = _mm256_sign_epi8(w, w);
+  const __m256i signed_x = _mm256_sign_epi8(x, w);
+  const __m256i pairs = _mm256_maddubs_epi16(abs_w, signed_x);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// R q8 weight rows dotted with one q8-quantized x row.
+template <int R>
+KESTREL_AVX2 inline void q8_dot_rows(const int8_t* xq, const float* xd, const uint8_t* w, size_t stride,
+                                     int64_t blocks, float* out) {
+  __m256 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * kQ8BlockSize));
+    const float dx = xd[b];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = w + r * stride + b * kQ8BlockBytes;
+      const __m256 scale = _mm256_set1_ps(half_to_float(block) * dx);
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+      acc[r] = _mm256_fmadd_ps(scale, int8_dot(wv, xv), acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+// R q8 weight rows widened to f32 on the fly and dotted with an f32 x row.
+template <int R>
+KESTREL_AVX2 inline void q8_f32_dot_rows(const float* x, const uint8_t* w, size_t stride, int64_t blocks,
+                                         float* out) {
+  __m256 acc[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + b * kQ8BlockSize;
+    const __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8);
+    const __m256 x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = w + r * stride + b * kQ8BlockBytes;
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18));
+      const __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+      const __m256 w1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+      const __m256 w2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+      const __m256 w3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+      __m256 s = _mm256_mul_ps(w0, x0);
+      s = _mm256_fmadd_ps(w1, x1, s);
+      s = _mm256_fmadd_ps(w2, x2, s);
+      s = _mm256_fmadd_ps(w3, x3, s);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float(block)), s, acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+// Row groups of four (from n0), then single rows; every x row per group while the group's
+// weights sit in L1.
+template <typename Dot>
+KESTREL_AVX2 inline void for_row_groups(const LinearArgs& a, int64_t n0, int64_t n1, Dot dot) {
+  float out[4];
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    for (int64_t m = 0; m < a.M; ++m) {
+      dot.template run<4>(m, n, out);
+      float* y = a.y + m * a.N + n;
+      for (int r = 0; r < 4; ++r) y[r] = out[r] + (a.bias != nullptr ? a.bias[n + r] : 0.0f);
+    }
+  }
+  for (; n < n1; ++n) {
+    for (int64_t m = 0; m < a.M; ++m) {
+      dot.template run<1>(m, n, out);
+      a.y[m * a.N + n] = out[0] + (a.bias != nullptr ? a.bias[n] : 0.0f);
+    }
+  }
+}
+
+template <typename Row>
+struct FloatDot {
+  const LinearArgs& a;
+  template <int R>
+  KESTREL_AVX2 inline void run(int64_t m, int64_t n, float* out) const {
+    const size_t stride = static_cast<size_t>(a.K) * Row::kElementBytes;
+    float_dot_rows<Row, R>(a.x + m * a.K, static_cast<const uint8_t*>(a.w) + n * stride, stride, a.K, out);
+  }
+};
+
+struct Q8Dot {
+  const LinearArgs& a;
+  template <int R>
+  KESTREL_AVX2 inline void run(int64_t m, int64_t n, float* out) const {
+    const int64_t blocks = a.K / kQ8BlockSize;
+    const size_t stride = static_cast<size_t>(blocks) * kQ8BlockBytes;
+    q8_dot_rows<R>(a.xq + m * a.K, a.xd + m * blocks, static_cast<const uint8_t*>(a.w) + n * stride, stride,
+                   blocks, out);
+  }
+};
+
+struct Q8F32Dot {
+  const LinearArgs& a;
+  template <int R>
+  KESTREL_AVX2 inline void run(int64_t m, int64_t n, float* out) const {
+    const int64_t blocks = a.K / kQ8BlockSize;
+    const size_t stride = static_cast<size_t>(blocks) * kQ8BlockBytes;
+    q8_f32_dot_rows<R>(a.x + m * a.K, static_cast<const uint8_t*>(a.w) + n * stride, stride, blocks, out);
+  }
+};
+
+// exp(x) for |x| < 87 (Cephes-style: 2^n times a degree-6 polynomial on the reduced argument).
+KESTREL_AVX2 inline __m256 exp_ps(__m256 x) {
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+}  // namespace
+
+KESTREL_AVX2 void linear_rows_avx2(const LinearArgs& args, int64_t n0, int64_t n1) {
+  switch (args.dtype) {
+    case DType::kF32:
+      for_row_groups(args, n0, n1, FloatDot<F32Row>{args});
+      return;
+    case DType::kF16:
+      for_row_groups(args, n0, n1, FloatDot<F16Row>{args});
+      return;
+    case DType::kBF16:
+      for_row_groups(args, n0, n1, FloatDot<BF16Row>{args});
+      return;
+    case DType::kQ8:
+      if (args.xq != nullptr) {
+        for_row_groups(args, n0, n1, Q8Dot{args});
+      } else {
+        for_row_groups(args, n0, n1, Q8F32Dot{args});
+      }
+      return;
+    default:
+      return;  // callers validated the dtype
+  }
+}
+
+KESTREL_AVX2 bool quantize_rows_q8_avx2(const float* x, int64_t rows, int64_t cols, int8_t* q, float* scales) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(INFINITY);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256 bad = _mm256_setzero_ps();
+  const int64_t blocks = rows * (cols / kQ8BlockSize);
+  for (int64_t b = 0; b < blocks; ++b, x += kQ8BlockSize, q += kQ8BlockSize) {
+    __m256 v[4], amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      const __m256 a = _mm256_andnot_ps(sign, v[i]);
+      bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));  // inf or nan
+      amax = _mm256_max_ps(amax, a);
+    }
+    const float max = hmax(amax);
+    scales[b] = max / 127.0f;
+    const __m256 inv = _mm256_set1_ps(max > 0.0f ? 127.0f / max : 0.0f);
+    __m256i i32[4];
+    for (int i = 0; i < 4; ++i)
+      i32[i] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[i], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]);
+    const __m256i i16b = _mm256_packs_epi32(i32[2], i32[3]);
+    const __m256i i8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16a, i16b), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), i8);
+  }
+  return _mm256_movemask_ps(bad) == 0;
+}
+
+KESTREL_AVX2 float dot_f32_avx2(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  if (i + 8 <= n) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    i += 8;
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+KESTREL_AVX2 void axpy_f32_avx2(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+KESTREL_AVX2 void scale_f32_avx2(float a, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] *= a;
+}
+
+KESTREL_AVX2 float sum_squares_avx2(const float* x, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    acc0 = _mm256_fmadd_ps(a, a, acc0);
+    acc1 = _mm256_fmadd_ps(b, b, acc1);
+  }
+  if (i + 8 <= n) {
+    const __m256 a = _mm256_loadu_ps(x + i);
+    acc0 = _mm256_fmadd_ps(a, a, acc0);
+    i += 8;
+  }
+  float sum = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += x[i] * x[i];
+  return sum;
+}
+
+KESTREL_AVX2 void scale_mul_avx2(const float* x, float inv, const float* w, float* y, int64_t n) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), _mm256_loadu_ps(w + i)));
+  for (; i < n; ++i) y[i] = x[i] * inv * w[i];
+}
+
+KESTREL_AVX2 void silu_avx2(const float* x, float* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 limit = _mm256_set1_ps(80.0f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 in_range = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), limit, _CMP_LT_OQ);  // false for nan
+    if (_mm256_movemask_ps(in_range) == 0xff) {
+      const __m256 e = exp_ps(_mm256_xor_ps(v, sign));
+      _mm256_storeu_ps(y + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+    } else {
+      for (int64_t j = i; j < i + 8; ++j) y[j] = x[j] / (1.0f + std::exp(-x[j]));
+    }
+  }
+  for (; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+}  // namespace kestrel::cpu::detail
+
+#else  // not x86: best_supported_isa() is kScalar, so none of these is ever called.
+
+namespace kestrel::cpu::detail {
+void linear_rows_avx2(const LinearArgs&, int64_t, int64_t) { std::abort(); }
+bool quantize_rows_q8_avx2(const float*, int64_t, int64_t, int8_t*, float*) { std::abort(); }
+float dot_f32_avx2(const float*, const float*, int64_t) { std::abort(); }
+void axpy_f32_avx2(float, const float*, float*, int64_t) { std::abort(); }
+void scale_f32_avx2(float, float*, int64_t) { std::abort(); }
+float sum_squares_avx2(const float*, int64_t) { std::abort(); }
+void scale_mul_avx2(const float*, float, const float*, float*, int64_t) { std::abort(); }
+void silu_avx2(const float*, float*, int64_t) { std::abort(); }
+}  // namespace kestrel::cpu::detail
+
+#endif

@@ -1,0 +1,99 @@
+// linear: y[..., n] = sum_k x[..., k] * weight[n, k] + bias[n], output columns split over the
+// thread pool. Validation is the portable kernel's, check for check.
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu/avx2.h"
+#include "backends/cpu/cpu_ops.h"
+#include "kernels/check.h"
+#include "kernels/ops.h"
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::cpu::detail {
+
+using namespace kernels::detail;
+
+namespace {
+
+// Rows of the weight per task: about eight tasks per thread (so a descheduled thread on a busy
+// machine leaves little tail work), a multiple of four (the kernels' row group), and few
+// enough tasks for the pool.
+int64_t rows_per_task(int64_t N, int threads) {
+  if (threads <= 1) return N;
+  const int64_t target_tasks = int64_t{threads} * 8;
+  int64_t rows = (N + target_tasks - 1) / target_tasks;
+  rows = std::max<int64_t>(rows, (N + ThreadPool::kMaxTasks - 1) / ThreadPool::kMaxTasks);
+  rows = (rows + 3) / 4 * 4;
+  return std::max<int64_t>(rows, 4);
+}
+
+}  // namespace
+
+Status linear(KernelContext& ctx, const Config& config) {
+  if (config.isa == Isa::kScalar) return kernels::linear_kernel(ctx);
+  constexpr std::string_view op = "linear";
+  KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 3, 1));
+  const TensorView& x = ctx.inputs[0];
+  const TensorView& w = ctx.inputs[1];
+  const TensorView* bias = ctx.inputs.size() == 3 ? &ctx.inputs[2] : nullptr;
+  TensorView& y = ctx.outputs[0];
+
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
+  KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
+  KESTREL_RETURN_IF_ERROR(
+      check_dtype(op, "weight", w, {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}));
+  KESTREL_RETURN_IF_ERROR(check_rank(op, "weight", w, 2));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "weight", w));
+  const int64_t K = x.shape.dim(-1);
+  const int64_t N = w.shape[0];
+  if (w.shape[1] != K)
+    return make_error(ErrorCode::kInvalidArgument, "{}: weight has K={} but x has K={}", op,
+                      w.shape[1], K);
+  if (bias != nullptr) {
+    KESTREL_RETURN_IF_ERROR(check_dtype(op, "bias", *bias, {DType::kF32}));
+    KESTREL_RETURN_IF_ERROR(check_tensor(op, "bias", *bias));
+    KESTREL_RETURN_IF_ERROR(check_shape(op, "bias", *bias, Shape{N}));
+  }
+  KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", y, {DType::kF32}));
+  KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", y));
+  KESTREL_RETURN_IF_ERROR(check_shape(op, "output", y, with_last_dim(x.shape, N)));
+  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "x", x, false));
+  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "weight", w, false));
+
+  const int64_t M = dims_product(x.shape, 0, x.shape.rank() - 1);
+  if (M == 0 || N == 0) return ok_status();
+
+  LinearArgs args;
+  args.dtype = w.dtype;
+  args.w = w.data;
+  args.x = x.as<const float>();
+  args.bias = bias != nullptr ? bias->as<const float>() : nullptr;
+  args.y = y.as<float>();
+  args.M = M;
+  args.K = K;
+  args.N = N;
+  if (w.dtype == DType::kQ8 && config.q8_quantize_activations && K > 0) {
+    // Quantized once here, read by every task. Grows, never shrinks: steady state allocates
+    // nothing.
+    thread_local std::vector<int8_t> quantized;
+    thread_local std::vector<float> scales;
+    const size_t blocks = static_cast<size_t>(M * (K / kQ8BlockSize));
+    if (quantized.size() < static_cast<size_t>(M * K)) quantized.resize(static_cast<size_t>(M * K));
+    if (scales.size() < blocks) scales.resize(blocks);
+    if (quantize_rows_q8_avx2(args.x, M, K, quantized.data(), scales.data())) {
+      args.xq = quantized.data();
+      args.xd = scales.data();
+    }  // else a non-finite activation: the f32 way propagates it like the reference does
+  }
+
+  const int64_t rows = rows_per_task(N, config.threads);
+  const int64_t tasks = (N + rows - 1) / rows;
+  config.pool->parallel_for(tasks, [&](int64_t task) {
+    const int64_t n0 = task * rows;
+    linear_rows_avx2(args, n0, std::min(N, n0 + rows));
+  });
+  return ok_status();
+}
+
+}  // namespace kestrel::cpu::detail

@@ -1,0 +1,57 @@
+// Helpers for the optimized CPU kernel tests: owning tensors stored in exactly-sized vectors
+// (so the sanitizer build catches any read past the end), an independent float64 decoding of
+// every weight dtype, and running an op through a given registry.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "kestrel/core/result.h"
+#include "kestrel/core/tensor.h"
+#include "kestrel/program/spec.h"
+#include "kestrel/runtime/kernel.h"
+
+namespace kestrel::cpu::testing {
+
+class Tensor {
+ public:
+  Tensor(DType dtype, Shape shape);
+  // Encodes f32 values as `dtype` (f32, f16, bf16, or q8 through quantize_q8).
+  static Tensor from_floats(DType dtype, Shape shape, const std::vector<float>& values);
+  static Tensor from_ints(Shape shape, const std::vector<int64_t>& values);  // i64
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t numel() const { return shape_.numel(); }
+  TensorView view() const;
+  uint8_t* bytes() { return storage_.data(); }
+  const std::vector<uint8_t>& storage() const { return storage_; }
+  // The values the tensor represents, decoded here independently of the kernels' code.
+  std::vector<double> values() const;
+  std::vector<float> floats() const;  // f32 tensors only
+
+ private:
+  DType dtype_;
+  Shape shape_;
+  std::vector<uint8_t> storage_;
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Runs `op` from `registry`.
+Status run(const runtime::KernelRegistry& registry, std::string_view op, const std::vector<TensorView>& inputs,
+           const std::vector<TensorView>& outputs, const program::Attrs& attrs = {});
+
+// |got - want| <= tol * (1 + |want|) element-wise, reporting the first few mismatches.
+::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want, double tol);
+// |got - want| <= bound[i] element-wise.
+::testing::AssertionResult within_bounds(const std::vector<double>& got, const std::vector<double>& want,
+                                         const std::vector<double>& bound);
+// Bitwise equal storage.
+::testing::AssertionResult same_bytes(const Tensor& a, const Tensor& b);
+
+}  // namespace kestrel::cpu::testing

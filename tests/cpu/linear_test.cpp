@@ -1,0 +1,231 @@
+// Optimized linear against a float64 reference on the decoded weights, for every weight dtype,
+// odd sizes, several thread counts, both q8 modes and the forced scalar fallback.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cpu/cpu_test_util.h"
+#include "kestrel/backends/cpu/cpu_kernels.h"
+#include "kestrel/kernels/portable.h"
+
+namespace kestrel::cpu::testing {
+namespace {
+
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = Isa::kAvx2, bool q8_quantize = true) {
+  CpuKernelOptions options;
+  options.threads = threads;
+  options.isa = isa;
+  options.q8_quantize_activations = q8_quantize;
+  return optimized_kernel_registry(options);
+}
+
+std::vector<double> reference_linear(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
+                                     int64_t N, const std::vector<double>& bias) {
+  std::vector<double> y(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = bias.empty() ? 0.0 : bias[n];
+      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * w[n * K + k];
+      y[m * N + n] = acc;
+    }
+  return y;
+}
+
+// The error of q8 x q8: each activation is rounded to a multiple of its block's scale
+// max|x| / 127, so it moves by at most half of that; plus float rounding of the sums.
+std::vector<double> q8_bound(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
+                             int64_t N) {
+  std::vector<double> bound(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double err = 0, magnitude = 0;
+      for (int64_t b = 0; b < K / 32; ++b) {
+        double amax = 0;
+        for (int64_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[m * K + b * 32 + i]));
+        const double step = amax / 127.0;
+        for (int64_t i = 0; i < 32; ++i) {
+          const double wk = std::fabs(w[n * K + b * 32 + i]);
+          err += wk * step * (0.5 + 1e-5);
+          magnitude += wk * std::fabs(x[m * K + b * 32 + i]);
+        }
+      }
+      bound[m * N + n] = err + 2e-5 * (1.0 + magnitude);
+    }
+  return bound;
+}
+
+struct Case {
+  DType dtype;
+  int64_t K;
+  bool q8_quantize = true;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << dtype_name(c.dtype) << " K=" << c.K; }
+
+class OptimizedLinear : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
+  const auto [dtype, K, q8_quantize] = GetParam();
+  const bool int8_dot = dtype == DType::kQ8 && q8_quantize;
+  uint32_t seed = static_cast<uint32_t>(K * 7 + static_cast<int>(dtype));
+  for (int64_t M : {1, 5}) {
+    for (int64_t N : {1, 3, 13, 67}) {
+      for (bool with_bias : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << (with_bias ? " bias" : ""));
+        auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, ++seed));
+        auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, ++seed));
+        auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, ++seed));
+        std::vector<TensorView> inputs{x.view(), w.view()};
+        if (with_bias) inputs.push_back(b.view());
+        const auto want = reference_linear(x.values(), M, K, w.values(), N, with_bias ? b.values() : std::vector<double>{});
+
+        Tensor y1(DType::kF32, {M, N}), y3(DType::kF32, {M, N});
+        ASSERT_TRUE(run(*registry(1, Isa::kAvx2, q8_quantize), "linear", inputs, {y1.view()}).ok());
+        auto status = run(*registry(3, Isa::kAvx2, q8_quantize), "linear", inputs, {y3.view()});
+        ASSERT_TRUE(status.ok()) << status.error().to_string();
+        if (int8_dot) {
+          EXPECT_TRUE(within_bounds(y1.values(), want, q8_bound(x.values(), M, K, w.values(), N)));
+        } else {
+          EXPECT_TRUE(all_close(y1.values(), want, 1e-4));
+        }
+        EXPECT_TRUE(same_bytes(y1, y3)) << "threads=1 and threads=3 differ";
+      }
+    }
+  }
+}
+
+TEST_P(OptimizedLinear, ScalarFallbackIsThePortableKernel) {
+  const auto [dtype, K, q8_quantize] = GetParam();
+  const int64_t M = 3, N = 19;
+  auto x = Tensor::from_floats(DType::kF32, {1, M, K}, random_floats(M * K, 11));
+  auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 12));
+  auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, 13));
+  Tensor got(DType::kF32, {1, M, N}), portable(DType::kF32, {1, M, N});
+  ASSERT_TRUE(run(*registry(4, Isa::kScalar, q8_quantize), "linear", {x.view(), w.view(), b.view()}, {got.view()}).ok());
+  ASSERT_TRUE(run(*kernels::portable_kernel_registry(), "linear", {x.view(), w.view(), b.view()}, {portable.view()}).ok());
+  EXPECT_TRUE(same_bytes(got, portable));
+  EXPECT_TRUE(all_close(got.values(), reference_linear(x.values(), M, K, w.values(), N, b.values()), 1e-4));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WeightDtypes, OptimizedLinear,
+    ::testing::Values(Case{DType::kF32, 1}, Case{DType::kF32, 7}, Case{DType::kF32, 17}, Case{DType::kF32, 37},
+                      Case{DType::kF32, 100}, Case{DType::kF32, 768}, Case{DType::kF16, 1}, Case{DType::kF16, 9},
+                      Case{DType::kF16, 37}, Case{DType::kF16, 260}, Case{DType::kBF16, 5}, Case{DType::kBF16, 37},
+                      Case{DType::kBF16, 160}, Case{DType::kQ8, 32}, Case{DType::kQ8, 96}, Case{DType::kQ8, 800},
+                      Case{DType::kQ8, 32, false}, Case{DType::kQ8, 96, false}, Case{DType::kQ8, 800, false}),
+    [](const auto& info) {
+      return std::string(dtype_name(info.param.dtype)) + "_K" + std::to_string(info.param.K) +
+             (info.param.dtype == DType::kQ8 ? (info.param.q8_quantize ? "_int8dot" : "_widened") : "");
+    });
+
+TEST(OptimizedLinearThreads, ResultsDoNotDependOnTheThreadCount) {
+  // N not a multiple of any chunk size, several rows, every dtype.
+  const int64_t K = 160, N = 1001;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    for (int64_t M : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M);
+      auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 21));
+      auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 22));
+      Tensor first(DType::kF32, {M, N});
+      ASSERT_TRUE(run(*registry(1), "linear", {x.view(), w.view()}, {first.view()}).ok());
+      for (int threads : {2, 3, 7}) {
+        Tensor y(DType::kF32, {M, N});
+        ASSERT_TRUE(run(*registry(threads), "linear", {x.view(), w.view()}, {y.view()}).ok());
+        EXPECT_TRUE(same_bytes(first, y)) << "threads=" << threads;
+      }
+    }
+  }
+}
+
+TEST(OptimizedLinearThreads, DecodeShapeMatchesReference) {
+  // A decode-sized layer: one row, wide K, many output rows over three threads.
+  const int64_t K = 768, N = 2050;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 31));
+    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 32, -0.1f, 0.1f));
+    Tensor y(DType::kF32, {1, 1, N});
+    ASSERT_TRUE(run(*registry(3), "linear", {x.view(), w.view()}, {y.view()}).ok());
+    const auto want = reference_linear(x.values(), 1, K, w.values(), N, {});
+    if (dtype == DType::kQ8) {
+      EXPECT_TRUE(within_bounds(y.values(), want, q8_bound(x.values(), 1, K, w.values(), N)));
+      EXPECT_TRUE(all_close(y.values(), want, 2e-2));  // and the bound is not vacuous
+    } else {
+      EXPECT_TRUE(all_close(y.values(), want, 1e-4));
+    }
+  }
+}
+
+TEST(OptimizedLinearQ8, NonFiniteActivationsPropagateLikeThePortableKernel) {
+  const int64_t M = 3, K = 64, N = 9;
+  auto values = random_floats(M * K, 41);
+  values[5] = std::numeric_limits<float>::infinity();
+  values[K + 40] = std::numeric_limits<float>::quiet_NaN();
+  auto x = Tensor::from_floats(DType::kF32, {M, K}, values);
+  auto w = Tensor::from_floats(DType::kQ8, {N, K}, random_floats(N * K, 42));
+  Tensor got(DType::kF32, {M, N}), want(DType::kF32, {M, N});
+  ASSERT_TRUE(run(*registry(2), "linear", {x.view(), w.view()}, {got.view()}).ok());
+  ASSERT_TRUE(run(*kernels::portable_kernel_registry(), "linear", {x.view(), w.view()}, {want.view()}).ok());
+  const auto g = got.floats(), e = want.floats();
+  for (size_t i = 0; i < g.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(std::isnan(g[i]), std::isnan(e[i]));
+    if (std::isinf(e[i])) {
+      EXPECT_EQ(g[i], e[i]);
+    }
+    if (std::isfinite(e[i])) {
+      EXPECT_NEAR(g[i], e[i], 1e-4 * (1 + std::fabs(e[i])));
+    }
+  }
+  // The finite third row still matches.
+  EXPECT_TRUE(std::isfinite(g[2 * N]));
+}
+
+TEST(OptimizedLinearQ8, ExtremeWeightCodesDoNotSaturate) {
+  // Every weight code -128 or 127 (a valid q8 file can hold -128) against activations at the
+  // extremes of their blocks: the 16-bit pair sums of the int8 path must not saturate.
+  const int64_t K = 64, N = 4;
+  Tensor w(DType::kQ8, {N, K});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < K / 32; ++b) {
+      uint8_t* block = w.bytes() + (n * (K / 32) + b) * kQ8BlockBytes;
+      const uint16_t scale = f32_to_f16(0.01f);
+      std::memcpy(block, &scale, 2);
+      for (int i = 0; i < 32; ++i) block[2 + i] = static_cast<uint8_t>(n % 2 == 0 ? 0x80 : 0x7f);
+    }
+  // Every pair of products is 2 * 128 * 127 for the even rows: the largest the int8 path sees.
+  std::vector<float> xs(K, -1.0f);
+  auto x = Tensor::from_floats(DType::kF32, {1, K}, xs);
+  Tensor y(DType::kF32, {1, N});
+  ASSERT_TRUE(run(*registry(2), "linear", {x.view(), w.view()}, {y.view()}).ok());
+  // Activations +-1 quantize exactly, so the int8 result is exact up to float rounding.
+  EXPECT_TRUE(all_close(y.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-5));
+}
+
+TEST(OptimizedLinear, EmptyAndRankOneShapes) {
+  const int64_t K = 40, N = 7;
+  auto w = Tensor::from_floats(DType::kF32, {N, K}, random_floats(N * K, 51));
+  auto x = Tensor::from_floats(DType::kF32, {K}, random_floats(K, 52));
+  Tensor y(DType::kF32, {N});
+  ASSERT_TRUE(run(*registry(3), "linear", {x.view(), w.view()}, {y.view()}).ok());
+  EXPECT_TRUE(all_close(y.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-5));
+
+  Tensor x0(DType::kF32, {0, K}), y0(DType::kF32, {0, N});
+  EXPECT_TRUE(run(*registry(3), "linear", {x0.view(), w.view()}, {y0.view()}).ok());
+
+  // K = 0: the output is the bias.
+  Tensor xk(DType::kF32, {2, 0}), wk(DType::kF32, {N, 0}), yk(DType::kF32, {2, N});
+  auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, 53));
+  ASSERT_TRUE(run(*registry(3), "linear", {xk.view(), wk.view(), b.view()}, {yk.view()}).ok());
+  const auto bias = b.values();
+  auto got = yk.values();
+  for (int64_t n = 0; n < N; ++n) {
+    EXPECT_EQ(got[n], bias[n]);
+    EXPECT_EQ(got[N + n], bias[n]);
+  }
+}
+
+}  // namespace
+}  // namespace kestrel::cpu::testing

@@ -1,0 +1,186 @@
+// Optimized attention, rms_norm and silu against float64 references and the portable kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cpu/cpu_test_util.h"
+#include "kestrel/backends/cpu/cpu_kernels.h"
+#include "kestrel/kernels/portable.h"
+
+namespace kestrel::cpu::testing {
+namespace {
+
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = Isa::kAvx2) {
+  CpuKernelOptions options;
+  options.threads = threads;
+  options.isa = isa;
+  return optimized_kernel_registry(options);
+}
+
+const runtime::KernelRegistry& portable() { return *kernels::portable_kernel_registry(); }
+
+// ---- attention ----------------------------------------------------------------------------
+
+struct AttentionCase {
+  int64_t B, Hq, Hkv, T, C, Dh;
+  std::vector<int64_t> positions;
+};
+
+std::vector<double> reference_attention(const AttentionCase& c, const std::vector<double>& q,
+                                        const std::vector<double>& k, const std::vector<double>& v, double scale) {
+  std::vector<double> out(q.size(), 0.0);
+  const int64_t group = c.Hq / c.Hkv;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.Hq; ++h)
+      for (int64_t t = 0; t < c.T; ++t) {
+        const int64_t qo = ((b * c.Hq + h) * c.T + t) * c.Dh;
+        const int64_t kv = (b * c.Hkv + h / group) * c.C * c.Dh;
+        const int64_t last = c.positions[t];
+        std::vector<double> p(static_cast<size_t>(last + 1));
+        double max = -INFINITY, sum = 0;
+        for (int64_t s = 0; s <= last; ++s) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.Dh; ++d) dot += q[qo + d] * k[kv + s * c.Dh + d];
+          p[s] = dot * scale;
+          max = std::max(max, p[s]);
+        }
+        for (auto& e : p) sum += (e = std::exp(e - max));
+        for (int64_t s = 0; s <= last; ++s)
+          for (int64_t d = 0; d < c.Dh; ++d) out[qo + d] += p[s] / sum * v[kv + s * c.Dh + d];
+      }
+  return out;
+}
+
+class OptimizedAttention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(OptimizedAttention, MatchesReferenceAndIsThreadCountIndependent) {
+  const AttentionCase c = GetParam();
+  auto q = Tensor::from_floats(DType::kF32, {c.B, c.Hq, c.T, c.Dh}, random_floats(c.B * c.Hq * c.T * c.Dh, 1, -2, 2));
+  auto k = Tensor::from_floats(DType::kF32, {c.B, c.Hkv, c.C, c.Dh}, random_floats(c.B * c.Hkv * c.C * c.Dh, 2, -2, 2));
+  auto v = Tensor::from_floats(DType::kF32, {c.B, c.Hkv, c.C, c.Dh}, random_floats(c.B * c.Hkv * c.C * c.Dh, 3));
+  auto pos = Tensor::from_ints({c.T}, c.positions);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.Dh));
+  const program::Attrs attrs{{"scale", scale}};
+  const auto want = reference_attention(c, q.values(), k.values(), v.values(), static_cast<float>(scale));
+
+  Tensor y1(DType::kF32, q.shape()), y3(DType::kF32, q.shape());
+  ASSERT_TRUE(run(*registry(1), "attention", {q.view(), k.view(), v.view(), pos.view()}, {y1.view()}, attrs).ok());
+  ASSERT_TRUE(run(*registry(3), "attention", {q.view(), k.view(), v.view(), pos.view()}, {y3.view()}, attrs).ok());
+  EXPECT_TRUE(all_close(y1.values(), want, 1e-5));
+  EXPECT_TRUE(same_bytes(y1, y3));
+
+  // In place: the output is q itself.
+  Tensor inplace = q;
+  ASSERT_TRUE(run(*registry(3), "attention", {inplace.view(), k.view(), v.view(), pos.view()}, {inplace.view()}, attrs)
+                  .ok());
+  EXPECT_TRUE(same_bytes(inplace, y1));
+
+  // Scalar fallback: exactly the portable kernel.
+  Tensor s(DType::kF32, q.shape()), p(DType::kF32, q.shape());
+  ASSERT_TRUE(run(*registry(3, Isa::kScalar), "attention", {q.view(), k.view(), v.view(), pos.view()}, {s.view()}, attrs)
+                  .ok());
+  ASSERT_TRUE(run(portable(), "attention", {q.view(), k.view(), v.view(), pos.view()}, {p.view()}, attrs).ok());
+  EXPECT_TRUE(same_bytes(s, p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
+                         ::testing::Values(AttentionCase{1, 4, 4, 1, 16, 64, {9}},         // decode
+                                           AttentionCase{2, 6, 2, 3, 12, 20, {0, 5, 11}},  // GQA, odd Dh
+                                           AttentionCase{1, 3, 1, 4, 8, 1, {0, 1, 2, 7}},  // Dh = 1
+                                           AttentionCase{1, 2, 2, 2, 40, 13, {39, 17}}),
+                         [](const auto& info) {
+                           const auto& c = info.param;
+                           return "B" + std::to_string(c.B) + "_Hq" + std::to_string(c.Hq) + "_Hkv" +
+                                  std::to_string(c.Hkv) + "_T" + std::to_string(c.T) + "_Dh" + std::to_string(c.Dh);
+                         });
+
+TEST(OptimizedAttentionCaches, NarrowCachesUseThePortableKernel) {
+  const int64_t H = 2, T = 2, C = 8, Dh = 16;
+  auto q = Tensor::from_floats(DType::kF32, {1, H, T, Dh}, random_floats(H * T * Dh, 4));
+  auto k = Tensor::from_floats(DType::kF16, {1, H, C, Dh}, random_floats(H * C * Dh, 5));
+  auto v = Tensor::from_floats(DType::kBF16, {1, H, C, Dh}, random_floats(H * C * Dh, 6));
+  auto pos = Tensor::from_ints({T}, {3, 4});
+  Tensor got(DType::kF32, q.shape()), want(DType::kF32, q.shape());
+  ASSERT_TRUE(run(*registry(3), "attention", {q.view(), k.view(), v.view(), pos.view()}, {got.view()}).ok());
+  ASSERT_TRUE(run(portable(), "attention", {q.view(), k.view(), v.view(), pos.view()}, {want.view()}).ok());
+  EXPECT_TRUE(same_bytes(got, want));
+}
+
+// ---- rms_norm -----------------------------------------------------------------------------
+
+class OptimizedRmsNorm : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {};
+
+TEST_P(OptimizedRmsNorm, MatchesReference) {
+  const auto [dtype, D] = GetParam();
+  const int64_t rows = 3;
+  const double eps = 1e-5;
+  auto x = Tensor::from_floats(DType::kF32, {1, rows, D}, random_floats(rows * D, 7, -3, 3));
+  auto w = Tensor::from_floats(dtype, {D}, random_floats(D, 8, 0.5f, 1.5f));
+  const program::Attrs attrs{{"eps", eps}};
+  Tensor y(DType::kF32, x.shape());
+  ASSERT_TRUE(run(*registry(2), "rms_norm", {x.view(), w.view()}, {y.view()}, attrs).ok());
+  const auto xs = x.values(), ws = w.values();
+  std::vector<double> want(xs.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < D; ++i) ss += xs[r * D + i] * xs[r * D + i];
+    const double inv = 1.0 / std::sqrt(ss / D + static_cast<float>(eps));
+    for (int64_t i = 0; i < D; ++i) want[r * D + i] = xs[r * D + i] * inv * ws[i];
+  }
+  EXPECT_TRUE(all_close(y.values(), want, 1e-5));
+
+  Tensor inplace = x;
+  ASSERT_TRUE(run(*registry(2), "rms_norm", {inplace.view(), w.view()}, {inplace.view()}, attrs).ok());
+  EXPECT_TRUE(same_bytes(inplace, y));
+
+  Tensor s(DType::kF32, x.shape()), p(DType::kF32, x.shape());
+  ASSERT_TRUE(run(*registry(2, Isa::kScalar), "rms_norm", {x.view(), w.view()}, {s.view()}, attrs).ok());
+  ASSERT_TRUE(run(portable(), "rms_norm", {x.view(), w.view()}, {p.view()}, attrs).ok());
+  EXPECT_TRUE(same_bytes(s, p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, OptimizedRmsNorm,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                                            ::testing::Values(1, 7, 37, 768)),
+                         [](const auto& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_D" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// ---- silu ---------------------------------------------------------------------------------
+
+TEST(OptimizedSilu, MatchesReferenceIncludingExtremes) {
+  auto values = random_floats(1003, 9, -12, 12);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special{0.0f, -0.0f, 79.9f, -79.9f, 80.0f, -80.0f, 88.0f, -88.0f, 100.0f, -100.0f,
+                                   1e-30f, -1e-30f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 3.0f};
+  // Specials both inside a vector of eight and in the tail.
+  values.insert(values.begin() + 16, special.begin(), special.end());
+  values.insert(values.end(), special.begin(), special.begin() + 5);
+  auto x = Tensor::from_floats(DType::kF32, {static_cast<int64_t>(values.size())}, values);
+  Tensor got(DType::kF32, x.shape()), want(DType::kF32, x.shape());
+  ASSERT_TRUE(run(*registry(1), "silu", {x.view()}, {got.view()}).ok());
+  ASSERT_TRUE(run(portable(), "silu", {x.view()}, {want.view()}).ok());
+  const auto g = got.floats(), e = want.floats();
+  for (size_t i = 0; i < g.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "x=" << values[i]);
+    EXPECT_EQ(std::isnan(g[i]), std::isnan(e[i]));
+    if (!std::isfinite(e[i])) {
+      if (!std::isnan(e[i])) {
+        EXPECT_EQ(g[i], e[i]);
+      }
+      continue;
+    }
+    const double x64 = values[i];
+    const double ref = x64 / (1.0 + std::exp(-x64));
+    EXPECT_NEAR(g[i], ref, 2e-6 * (std::fabs(ref) + 1e-30)) << "portable " << e[i];
+  }
+
+  Tensor inplace = x;
+  ASSERT_TRUE(run(*registry(1), "silu", {inplace.view()}, {inplace.view()}).ok());
+  EXPECT_TRUE(same_bytes(inplace, got));
+}
+
+}  // namespace
+}  // namespace kestrel::cpu::testing

@@ -1,0 +1,105 @@
+// The optimized registry: which ops it replaces, caching per setting, option resolution and the
+// KESTREL_CPU_ISA override.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "kestrel/backends/cpu/cpu_kernels.h"
+#include "kestrel/kernels/portable.h"
+
+namespace kestrel::cpu {
+namespace {
+
+TEST(CpuRegistry, ReplacesTheHotOpsAndKeepsTheRestPortable) {
+  const auto portable = kernels::portable_kernel_registry();
+  const auto optimized = optimized_kernel_registry(2);
+  CpuKernelOptions two;
+  two.threads = 2;
+  const bool avx2 = resolve_cpu_kernel_options(two).isa != Isa::kScalar;
+  EXPECT_EQ(optimized->names(), portable->names());
+  for (const auto& name : portable->names()) {
+    SCOPED_TRACE(name);
+    const bool replaced = avx2 && (name == "linear" || name == "attention" || name == "rms_norm" || name == "silu");
+    EXPECT_EQ(*optimized->find(name) != *portable->find(name), replaced);
+  }
+}
+
+TEST(CpuRegistry, IsCachedPerSetting) {
+  EXPECT_EQ(optimized_kernel_registry(2), optimized_kernel_registry(2));
+  CpuKernelOptions three;
+  three.threads = 3;
+  three.isa = Isa::kAvx2;
+  CpuKernelOptions one = three;
+  one.threads = 1;
+  EXPECT_EQ(optimized_kernel_registry(three), optimized_kernel_registry(three));
+  if (best_supported_isa() == Isa::kAvx2) {
+    EXPECT_NE(optimized_kernel_registry(three), optimized_kernel_registry(one));
+    EXPECT_NE(*optimized_kernel_registry(three)->find("linear"), *optimized_kernel_registry(one)->find("linear"));
+  }
+}
+
+TEST(CpuRegistry, ResolvesOptions) {
+  CpuKernelOptions options;
+  options.isa = Isa::kAvx2;
+  const int hardware = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, best_supported_isa() == Isa::kAvx2 ? hardware : 1);
+  options.threads = -4;
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, best_supported_isa() == Isa::kAvx2 ? hardware : 1);
+  options.threads = 5;
+  EXPECT_EQ(resolve_cpu_kernel_options(options).isa, best_supported_isa());
+  // The scalar ISA is the single-threaded portable set.
+  options.isa = Isa::kScalar;
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, 1);
+  EXPECT_EQ(resolve_cpu_kernel_options(options).isa, Isa::kScalar);
+  options.q8_quantize_activations = false;
+  EXPECT_FALSE(resolve_cpu_kernel_options(options).q8_quantize_activations);
+}
+
+TEST(CpuRegistry, IsaNames) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_FALSE(isa_from_name("sse9").has_value());
+  EXPECT_FALSE(isa_from_name("").has_value());
+}
+
+TEST(CpuRegistry, EnvironmentForcesTheScalarFallback) {
+  const char* saved = std::getenv("KESTREL_CPU_ISA");
+  const std::string previous = saved != nullptr ? saved : "";
+  ::setenv("KESTREL_CPU_ISA", "scalar", 1);
+  EXPECT_EQ(default_isa(), Isa::kScalar);
+  EXPECT_EQ(resolve_cpu_kernel_options({}).isa, Isa::kScalar);
+  // An explicit request wins over the environment.
+  CpuKernelOptions explicit_avx2;
+  explicit_avx2.isa = Isa::kAvx2;
+  EXPECT_EQ(resolve_cpu_kernel_options(explicit_avx2).isa, best_supported_isa());
+  ::setenv("KESTREL_CPU_ISA", "avx2", 1);
+  EXPECT_EQ(default_isa(), best_supported_isa());
+  ::setenv("KESTREL_CPU_ISA", "no-such-isa", 1);
+  EXPECT_EQ(default_isa(), best_supported_isa());
+  ::setenv("KESTREL_CPU_ISA", "auto", 1);
+  EXPECT_EQ(default_isa(), best_supported_isa());
+  if (saved != nullptr) {
+    ::setenv("KESTREL_CPU_ISA", previous.c_str(), 1);
+  } else {
+    ::unsetenv("KESTREL_CPU_ISA");
+  }
+}
+
+TEST(CpuRegistry, ManySettingsStillGiveWorkingRegistries) {
+  // More distinct settings than there are slots: later ones share the closest slot.
+  // (Pools start their workers with their first job, so this creates no threads.)
+  for (bool q8_quantize : {true, false}) {
+    for (int threads = 1; threads <= 40; ++threads) {
+      CpuKernelOptions options;
+      options.threads = threads;
+      options.isa = Isa::kAvx2;
+      options.q8_quantize_activations = q8_quantize;
+      const auto registry = optimized_kernel_registry(options);
+      ASSERT_NE(registry, nullptr);
+      EXPECT_TRUE(registry->find("linear").ok());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kestrel::cpu

@@ -1,0 +1,72 @@
+// The persistent thread pool: every task runs exactly once, jobs from several submitting
+// threads at once, and the inline paths.
+#include "backends/cpu/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace kestrel::cpu::detail {
+namespace {
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+  ThreadPool pool(4);
+  EXPECT_EQ(pool.threads(), 4);
+  for (int job = 0; job < 300; ++job) {
+    const int64_t count = job % 97;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+    pool.parallel_for(count, [&](int64_t task) { hits[task].fetch_add(1, std::memory_order_relaxed); });
+    for (int64_t t = 0; t < count; ++t) ASSERT_EQ(hits[t].load(), 1) << "job " << job << " task " << t;
+  }
+}
+
+TEST(ThreadPool, WorkersWakeAfterSleeping) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin: workers sleep
+    std::atomic<int64_t> sum{0};
+    pool.parallel_for(1000, [&](int64_t task) { sum.fetch_add(task, std::memory_order_relaxed); });
+    EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+  }
+}
+
+TEST(ThreadPool, SeveralSubmittersShareOnePool) {
+  ThreadPool pool(3);
+  std::vector<std::thread> submitters;
+  std::atomic<int> failures{0};
+  for (int s = 0; s < 4; ++s) {
+    submitters.emplace_back([&, s] {
+      for (int job = 0; job < 200; ++job) {
+        const int64_t count = 1 + (job + s) % 50;
+        std::vector<int> hits(static_cast<size_t>(count), 0);
+        pool.parallel_for(count, [&](int64_t task) { hits[task] += 1; });
+        for (int h : hits)
+          if (h != 1) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, InlinePaths) {
+  ThreadPool single(1);
+  const auto caller = std::this_thread::get_id();
+  int ran = 0;
+  single.parallel_for(10, [&](int64_t) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    ++ran;
+  });
+  EXPECT_EQ(ran, 10);
+
+  ThreadPool pool(2);
+  pool.parallel_for(0, [&](int64_t) { ADD_FAILURE() << "no task expected"; });
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(ThreadPool::kMaxTasks + 5));
+  pool.parallel_for(static_cast<int64_t>(hits.size()), [&](int64_t task) { hits[task].fetch_add(1); });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+}  // namespace
+}  // namespace kestrel::cpu::detail
