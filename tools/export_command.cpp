@@ -80,8 +80,8 @@ Status run_export(const ExportArgs& args) {
   options.logits = args.logits;
   options.progress = progress;
   auto dtype = dtype_from_name(args.dtype);
-  if (!dtype || !dtype_is_float(*dtype))
-    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16 or bf16, got '{}'", args.dtype);
+  if (!dtype || (!dtype_is_float(*dtype) && *dtype != DType::kQ8))
+    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got '{}'", args.dtype);
   options.dtype = *dtype;
   if (backend) {
     KESTREL_ASSIGN_OR_RETURN(auto backend_options, gather_options(backend->options(), args));
@@ -134,7 +134,7 @@ void add_export_command(CLI::App& app) {
   command->add_flag("--list-options", args.list_options, "Print the backend's options and exit");
   command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")->capture_default_str();
   command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)");
-  command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16 or bf16")->capture_default_str();
+  command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16, bf16 or q8")->capture_default_str();
   command->add_option("--logits", args.logits, "Logits of the prefill method: last or all")->capture_default_str();
   command->add_option("--tokenizer", args.tokenizer, "llama2.c tokenizer.bin (for .bin checkpoints)");
   command->add_flag("-q,--quiet", args.quiet, "No progress or summary");

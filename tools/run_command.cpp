@@ -9,7 +9,9 @@
 #include <random>
 #include <sstream>
 
+#include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/kernels/portable.h"
 #include "kestrel/llm/runner.h"
 #include "tools/backend_catalog.h"
 #include "tools/commands.h"
@@ -37,6 +39,8 @@ struct RunArgs {
   bool no_bos = false;
   bool ignore_eos = false;
   std::string allocator = "heap";
+  std::string kernels = "optimized";
+  int threads = 0;
 };
 
 nlohmann::json stats_json(const llm::GenerationStats& stats) {
@@ -96,9 +100,22 @@ Status run_chat(llm::Runner& runner, llm::GenerationConfig config, const RunArgs
   return ok_status();
 }
 
+Result<std::shared_ptr<const runtime::KernelRegistry>> kernel_registry(const RunArgs& args) {
+  if (args.threads < 0)
+    return make_error(ErrorCode::kInvalidArgument, "--threads must be 0 (all cores) or more, got {}", args.threads);
+  if (args.kernels == "portable") return kernels::portable_kernel_registry();
+  if (args.kernels == "optimized") {
+    cpu::CpuKernelOptions kernel_options;
+    kernel_options.threads = args.threads;
+    return cpu::optimized_kernel_registry(kernel_options);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "--kernels must be portable or optimized, got '{}'", args.kernels);
+}
+
 Status run_generate(const RunArgs& args) {
   if (args.chat && args.json) return make_error(ErrorCode::kInvalidArgument, "--chat and --json cannot be combined");
   llm::RunnerOptions options;
+  KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry(args));
   options.backends = runtime_backends();
   options.allocator = args.allocator;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
@@ -175,6 +192,12 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--no-bos", args.no_bos, "Do not prepend the beginning-of-sequence token");
   command->add_flag("--ignore-eos", args.ignore_eos, "Keep generating past end-of-sequence tokens");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
+      ->capture_default_str();
+  command->add_option("--kernels", args.kernels,
+                      "CPU kernels: optimized (SIMD, multi-threaded; KESTREL_CPU_ISA=scalar forces the scalar "
+                      "fallback) or portable (the scalar reference)")
+      ->capture_default_str();
+  command->add_option("--threads", args.threads, "Threads for the optimized kernels; 0 uses every core")
       ->capture_default_str();
   command->callback([] {
     auto status = run_generate(args);

@@ -5,6 +5,7 @@
 
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/rope_tables.h"
+#include "kestrel/kernels/quantize.h"
 
 namespace kestrel::exporter {
 
@@ -18,6 +19,24 @@ Result<std::shared_ptr<const ConstantData>> WeightCache::get(const std::string& 
     view->bytes = tensor.bytes;
     view->keepalive = checkpoint_.keepalive();
     data = std::move(view);
+  } else if (dtype == DType::kQ8) {
+    // q8 matrices: widened to f32, then quantized row by row ([rows, cols] = shape).
+    if (tensor.shape.size() != 2)
+      return make_error(ErrorCode::kInvalidArgument, "converting '{}': q8 needs a matrix, the tensor has rank {}",
+                        name, tensor.shape.size());
+    const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
+    if (cols % kQ8BlockSize != 0)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "converting '{}' to q8: {} columns are not a multiple of the q8 block size {}", name, cols,
+                        kQ8BlockSize);
+    auto widened = convert_tensor(tensor, DType::kF32);
+    if (!widened.ok()) return widened.error().with_context(fmt::format("converting '{}'", name));
+    std::vector<float> values(widened->size() / sizeof(float));
+    std::memcpy(values.data(), widened->data(), widened->size());
+    std::vector<uint8_t> quantized(static_cast<size_t>(rows) * kernels::q8_row_bytes(cols));
+    const Status status = kernels::quantize_q8(values.data(), rows, cols, quantized.data());
+    if (!status.ok()) return status.error().with_context(fmt::format("converting '{}' to q8", name));
+    data = ConstantData::owned(std::move(quantized));
   } else {
     auto converted = convert_tensor(tensor, dtype);
     if (!converted.ok()) return converted.error().with_context(fmt::format("converting '{}'", name));

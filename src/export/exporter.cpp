@@ -39,8 +39,9 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   auto progress = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
-  if (!dtype_is_float(options.dtype))
-    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16 or bf16, got {}", dtype_name(options.dtype));
+  if (!dtype_is_float(options.dtype) && options.dtype != DType::kQ8)
+    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got {}",
+                      dtype_name(options.dtype));
   const int64_t max_context =
       options.max_context > 0 ? options.max_context : std::min<int64_t>(config.max_position_embeddings, 1024);
   if (options.prefill_step < 1)
