@@ -50,6 +50,8 @@ std::vector<Case> cases() {
   return all;
 }
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class ExportCorrectness : public ::testing::TestWithParam<Case> {};
 
 double max_abs_error(std::span<const float> actual, const std::vector<double>& expected) {

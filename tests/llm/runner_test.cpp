@@ -102,6 +102,8 @@ struct InvalidCase {
   bool erase = false;
 };
 
+void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.name; }
+
 class HfStaticValidation : public ::testing::TestWithParam<InvalidCase> {};
 
 TEST_P(HfStaticValidation, RejectsWithMessageNamingTheField) {
