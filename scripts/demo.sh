@@ -18,4 +18,4 @@ echo "== export it to a program"
 echo "== inspect the program"
 "$kestrel" inspect "$out/default.kst" | head -n 40
 echo "== generate"
-"$kestrel" run "$out/default.kst" --prompt "$prompt" -n 48 --temperature 0 --stats
+"$kestrel" run "$out/default.kst" --prompt "$prompt" -n 48 --temperature 0 --repeat-penalty 1.5 --stats
