@@ -3,6 +3,7 @@
 
 #include "kestrel/export/checkpoint.h"
 #include "kestrel/fixtures/default_model.h"
+#include "kestrel/fixtures/tokenizer_builder.h"
 #include "kestrel/llm/runner.h"
 #include "llm/test_programs.h"
 
@@ -77,6 +78,25 @@ TEST(RunnerText, CallbackCanStopGeneration) {
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stop_reason, "callback");
   EXPECT_LT(result->token_ids.size(), 30u);
+}
+
+TEST(RunnerText, DefaultModelPredictsItsCorpus) {
+  // The default model's embedding and head are fitted to the corpus bigrams: the true next
+  // token should usually be among its top 5 (a random model would manage about 1%).
+  auto runner = default_model_runner();
+  auto ids = runner->tokenizer()->encode(fixtures::default_corpus(), false);
+  ASSERT_TRUE(ids.ok());
+  const size_t count = std::min<size_t>(ids->size(), 90);
+  int hits = 0;
+  for (size_t t = 0; t + 1 < count; ++t) {
+    auto logits = runner->io_manager().forward(std::span<const int64_t>(&(*ids)[t], 1), static_cast<int64_t>(t));
+    ASSERT_TRUE(logits.ok());
+    const float truth = (*logits)[(*ids)[t + 1]];
+    int better = 0;
+    for (float value : *logits) better += value > truth;
+    hits += better < 5;
+  }
+  EXPECT_GT(hits, static_cast<int>(count) / 2) << hits << " of " << count - 1;
 }
 
 }  // namespace
