@@ -5,6 +5,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/core/log.h"
 #include "llm/tokenizer/byte_level.h"
+#include "llm/tokenizer/utf8.h"
 
 namespace kestrel::llm::detail::hf {
 
@@ -57,19 +58,6 @@ Result<int64_t> parse_id(const json& v, const std::string& path) {
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 // "<0xAB>" -> 0xAB.
-std::optional<uint8_t> parse_byte_token(std::string_view s) {
-  if (s.size() != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') return std::nullopt;
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  const int hi = hex(s[3]), lo = hex(s[4]);
-  if (hi < 0 || lo < 0) return std::nullopt;
-  return static_cast<uint8_t>(hi * 16 + lo);
-}
-
 namespace {
 
 // {"String": "..."} or {"Regex": "..."}.

@@ -34,8 +34,6 @@ Result<int64_t> get_int_or(const json& obj, const std::string& path, const char*
 Result<int64_t> parse_id(const json& v, const std::string& path);
 
 bool is_ascii_space(char c);
-// "<0xAB>" -> 0xAB.
-std::optional<uint8_t> parse_byte_token(std::string_view s);
 
 // ---------------------------------------------------------------------------------------------
 // Steps.

@@ -255,7 +255,7 @@ Status HfTokenizer::load_model(const json& model) {
     const size_t index = static_cast<size_t>(id);
     if (index < present_.size() && present_[index]) continue;  // duplicate id: keep the first spelling
     set_token(id, it.key(), false);
-    if (auto byte = parse_byte_token(it.key())) byte_ids_[*byte] = id;
+    if (auto byte = detail::parse_byte_token(it.key())) byte_ids_[*byte] = id;
   }
 
   KESTREL_ASSIGN_OR_RETURN(std::string unk, get_string_or(model, "model", "unk_token", ""));

@@ -22,19 +22,6 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-std::optional<uint8_t> parse_byte_piece(std::string_view s) {
-  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return std::nullopt;
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  const int hi = hex(s[3]), lo = hex(s[4]);
-  if (hi < 0 || lo < 0) return std::nullopt;
-  return static_cast<uint8_t>(hi * 16 + lo);
-}
-
 class Llama2cTokenizer final : public Tokenizer {
  public:
   Status load(std::span<const uint8_t> bin, int64_t vocab_size) {
@@ -81,7 +68,7 @@ class Llama2cTokenizer final : public Tokenizer {
       std::string piece(reinterpret_cast<const char*>(bin.data() + pos), static_cast<size_t>(len));
       pos += static_cast<size_t>(len);
       scores_.push_back(score);
-      if (auto byte = parse_byte_piece(piece); byte && byte_ids_[*byte] < 0) byte_ids_[*byte] = id;
+      if (auto byte = detail::parse_byte_token(piece); byte && byte_ids_[*byte] < 0) byte_ids_[*byte] = id;
       lookup_.emplace(piece, id);  // the first id of a duplicated piece wins
       pieces_.push_back(std::move(piece));
     }
@@ -152,7 +139,7 @@ class Llama2cTokenizer final : public Tokenizer {
     }
     if (id == kBos || id == kEos) return std::string();  // control tokens
     std::string_view piece = pieces_[static_cast<size_t>(id)];
-    if (auto byte = parse_byte_piece(piece)) return std::string(1, static_cast<char>(*byte));
+    if (auto byte = detail::parse_byte_token(piece)) return std::string(1, static_cast<char>(*byte));
     if (strip_leading_space && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
     return std::string(piece);
   }

@@ -110,4 +110,17 @@ void append_code_point(uint32_t cp, std::string& out) {
   }
 }
 
+std::optional<uint8_t> parse_byte_token(std::string_view s) {
+  if (s.size() != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') return std::nullopt;
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(s[3]), lo = hex(s[4]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  return static_cast<uint8_t>(hi * 16 + lo);
+}
+
 }  // namespace kestrel::llm::detail

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,5 +37,8 @@ std::vector<std::string_view> split_utf8_chars(std::string_view text);
 uint32_t decode_code_point(std::string_view bytes, size_t pos, size_t len);
 
 void append_code_point(uint32_t cp, std::string& out);
+
+// A byte-fallback piece "<0xAB>" -> 0xAB; nothing for any other piece.
+std::optional<uint8_t> parse_byte_token(std::string_view s);
 
 }  // namespace kestrel::llm::detail
