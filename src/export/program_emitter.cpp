@@ -52,9 +52,8 @@ Result<program::MethodSpec> ProgramEmitter::emit_method(const std::string& name,
     } else if (value.input_kind != InputKind::kNone) {
       spec.kind = ValueKind::kInput;
     } else if (is_output[id]) {
-      if (value.alias_of >= 0)
-        return make_error(ErrorCode::kUnsupported, "method '{}': output '{}' is an alias; outputs need own storage",
-                          name, value.name);
+      // Outputs are bound by the caller, so an output that aliases another value is
+      // materialized instead: its producer (reshape, index_copy) then writes a copy.
       spec.kind = ValueKind::kOutput;
     } else if (value.alias_of >= 0) {
       spec.kind = ValueKind::kAlias;  // alias_of is filled below, once the target has an index
