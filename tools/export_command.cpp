@@ -129,7 +129,8 @@ void add_export_command(CLI::App& app) {
   command->add_option("CHECKPOINT", args.checkpoint, "HF model directory or llama2.c checkpoint (.bin)");
   command->add_option("-o,--output", args.output, "Program file to write (.kst)");
   command->add_option("--backend", args.backend, "Delegate supported parts to this backend (qnn)");
-  command->add_option("--option", args.options, "Backend option key=value (repeatable; see --list-options)");
+  command->add_option("--option", args.options, "Backend option key=value (repeatable; see --list-options)")
+      ->allow_extra_args(false);
   command->add_option("--options-file", args.options_file, "JSON object of backend options");
   command->add_flag("--list-options", args.list_options, "Print the backend's options and exit");
   command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")->capture_default_str();

@@ -185,7 +185,7 @@ void add_run_command(CLI::App& app) {
   command->add_option("--repeat-last-n", args.repeat_last_n, "How many recent tokens the penalty sees")
       ->capture_default_str();
   command->add_option("-s,--seed", args.seed, "Sampling seed (default: random; printed with --json)");
-  command->add_option("--stop", args.stop, "Stop when this text is generated (repeatable)");
+  command->add_option("--stop", args.stop, "Stop when this text is generated (repeatable)")->allow_extra_args(false);
   command->add_flag("--chat", args.chat, "Interactive multi-turn session on stdin");
   command->add_flag("--stats", args.stats, "Print load time, time to first token, tok/s and peak RSS");
   command->add_flag("--json", args.json, "Print one JSON object with text, token ids, stop reason and stats");

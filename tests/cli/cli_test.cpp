@@ -97,6 +97,21 @@ TEST_F(Cli, GreedyStreamsThePromptAndContinuation) {
   EXPECT_NE(out.err.find("peak RSS"), std::string::npos);
 }
 
+TEST_F(Cli, RepeatedStopFlagsTakeOneValueEach) {
+  auto full = run({"run", path("model.kst"), "-p", "The bird", "-n", "16", "--temperature", "0", "--json"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const std::string text = nlohmann::json::parse(full.out)["text"];
+  ASSERT_GE(text.size(), 6u);
+  const std::string stop = text.substr(3, 2);
+  // Flags before the positional must not swallow it.
+  auto out = run({"run", "--stop", "never-generated", "--stop", stop, path("model.kst"), "-p", "The bird", "-n", "16",
+                  "--temperature", "0", "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  auto json = nlohmann::json::parse(out.out);
+  EXPECT_EQ(json["stop_reason"], "stop_string");
+  EXPECT_EQ(json["text"], text.substr(0, text.find(stop)));
+}
+
 TEST_F(Cli, ChatKeepsTheSessionAcrossTurns) {
   auto out = run({"run", path("model.kst"), "--chat", "-n", "4", "--temperature", "0"}, "hello\nagain\n");
   ASSERT_EQ(out.exit_code, 0) << out.err;
