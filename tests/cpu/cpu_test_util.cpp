@@ -109,6 +109,16 @@ std::vector<float> Tensor::floats() const {
   return out;
 }
 
+std::vector<Isa> simd_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+    if (isa_supported(isa)) isas.push_back(isa);
+  if (isas.empty()) isas.push_back(Isa::kAvx2);
+  return isas;
+}
+
+std::string isa_label(Isa isa) { return std::string(isa_name(isa)); }
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

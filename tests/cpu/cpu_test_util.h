@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/core/result.h"
 #include "kestrel/core/tensor.h"
 #include "kestrel/program/spec.h"
@@ -39,6 +40,11 @@ class Tensor {
   Shape shape_;
   std::vector<uint8_t> storage_;
 };
+
+// The SIMD instruction sets this CPU runs (each optimized kernel is tested under every one);
+// kAvx2 alone where there is none, which the registry then lowers to the scalar fallback.
+std::vector<Isa> simd_isas();
+std::string isa_label(Isa isa);
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
+#include <optional>
 
 #include "cpu/cpu_test_util.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
@@ -13,7 +15,8 @@
 namespace kestrel::cpu::testing {
 namespace {
 
-std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = Isa::kAvx2, bool q8_quantize = true) {
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = best_supported_isa(),
+                                                        bool q8_quantize = true) {
   CpuKernelOptions options;
   options.threads = threads;
   options.isa = isa;
@@ -80,16 +83,26 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
         if (with_bias) inputs.push_back(b.view());
         const auto want = reference_linear(x.values(), M, K, w.values(), N, with_bias ? b.values() : std::vector<double>{});
 
-        Tensor y1(DType::kF32, {M, N}), y3(DType::kF32, {M, N});
-        ASSERT_TRUE(run(*registry(1, Isa::kAvx2, q8_quantize), "linear", inputs, {y1.view()}).ok());
-        auto status = run(*registry(3, Isa::kAvx2, q8_quantize), "linear", inputs, {y3.view()});
-        ASSERT_TRUE(status.ok()) << status.error().to_string();
-        if (int8_dot) {
-          EXPECT_TRUE(within_bounds(y1.values(), want, q8_bound(x.values(), M, K, w.values(), N)));
-        } else {
-          EXPECT_TRUE(all_close(y1.values(), want, 1e-4));
+        std::optional<Tensor> first_isa;
+        for (Isa isa : simd_isas()) {
+          SCOPED_TRACE(isa_label(isa));
+          Tensor y1(DType::kF32, {M, N}), y3(DType::kF32, {M, N});
+          ASSERT_TRUE(run(*registry(1, isa, q8_quantize), "linear", inputs, {y1.view()}).ok());
+          auto status = run(*registry(3, isa, q8_quantize), "linear", inputs, {y3.view()});
+          ASSERT_TRUE(status.ok()) << status.error().to_string();
+          if (int8_dot) {
+            EXPECT_TRUE(within_bounds(y1.values(), want, q8_bound(x.values(), M, K, w.values(), N)));
+          } else {
+            EXPECT_TRUE(all_close(y1.values(), want, 1e-4));
+          }
+          EXPECT_TRUE(same_bytes(y1, y3)) << "threads=1 and threads=3 differ";
+          // The int8 block sums are exact in every ISA, so the results are bitwise equal.
+          if (first_isa) {
+            EXPECT_TRUE(same_bytes(*first_isa, y1)) << "differs from " << isa_label(simd_isas().front());
+          } else {
+            first_isa = y1;
+          }
         }
-        EXPECT_TRUE(same_bytes(y1, y3)) << "threads=1 and threads=3 differ";
       }
     }
   }
@@ -116,8 +129,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::kBF16, 160}, Case{DType::kQ8, 32}, Case{DType::kQ8, 96}, Case{DType::kQ8, 800},
                       Case{DType::kQ8, 32, false}, Case{DType::kQ8, 96, false}, Case{DType::kQ8, 800, false}),
     [](const auto& info) {
-      return std::string(dtype_name(info.param.dtype)) + "_K" + std::to_string(info.param.K) +
-             (info.param.dtype == DType::kQ8 ? (info.param.q8_quantize ? "_int8dot" : "_widened") : "");
+      std::ostringstream name;
+      name << dtype_name(info.param.dtype) << "_K" << info.param.K
+           << (info.param.dtype == DType::kQ8 ? (info.param.q8_quantize ? "_int8dot" : "_widened") : "");
+      return name.str();
     });
 
 TEST(OptimizedLinearThreads, ResultsDoNotDependOnTheThreadCount) {
@@ -128,12 +143,15 @@ TEST(OptimizedLinearThreads, ResultsDoNotDependOnTheThreadCount) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M);
       auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 21));
       auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 22));
-      Tensor first(DType::kF32, {M, N});
-      ASSERT_TRUE(run(*registry(1), "linear", {x.view(), w.view()}, {first.view()}).ok());
-      for (int threads : {2, 3, 7}) {
-        Tensor y(DType::kF32, {M, N});
-        ASSERT_TRUE(run(*registry(threads), "linear", {x.view(), w.view()}, {y.view()}).ok());
-        EXPECT_TRUE(same_bytes(first, y)) << "threads=" << threads;
+      for (Isa isa : simd_isas()) {
+        SCOPED_TRACE(isa_label(isa));
+        Tensor first(DType::kF32, {M, N});
+        ASSERT_TRUE(run(*registry(1, isa), "linear", {x.view(), w.view()}, {first.view()}).ok());
+        for (int threads : {2, 3, 7}) {
+          Tensor y(DType::kF32, {M, N});
+          ASSERT_TRUE(run(*registry(threads, isa), "linear", {x.view(), w.view()}, {y.view()}).ok());
+          EXPECT_TRUE(same_bytes(first, y)) << "threads=" << threads;
+        }
       }
     }
   }
@@ -146,14 +164,17 @@ TEST(OptimizedLinearThreads, DecodeShapeMatchesReference) {
     SCOPED_TRACE(dtype_name(dtype));
     auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 31));
     auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 32, -0.1f, 0.1f));
-    Tensor y(DType::kF32, {1, 1, N});
-    ASSERT_TRUE(run(*registry(3), "linear", {x.view(), w.view()}, {y.view()}).ok());
     const auto want = reference_linear(x.values(), 1, K, w.values(), N, {});
-    if (dtype == DType::kQ8) {
-      EXPECT_TRUE(within_bounds(y.values(), want, q8_bound(x.values(), 1, K, w.values(), N)));
-      EXPECT_TRUE(all_close(y.values(), want, 2e-2));  // and the bound is not vacuous
-    } else {
-      EXPECT_TRUE(all_close(y.values(), want, 1e-4));
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor y(DType::kF32, {1, 1, N});
+      ASSERT_TRUE(run(*registry(3, isa), "linear", {x.view(), w.view()}, {y.view()}).ok());
+      if (dtype == DType::kQ8) {
+        EXPECT_TRUE(within_bounds(y.values(), want, q8_bound(x.values(), 1, K, w.values(), N)));
+        EXPECT_TRUE(all_close(y.values(), want, 2e-2));  // and the bound is not vacuous
+      } else {
+        EXPECT_TRUE(all_close(y.values(), want, 1e-4));
+      }
     }
   }
 }
@@ -197,11 +218,21 @@ TEST(OptimizedLinearQ8, ExtremeWeightCodesDoNotSaturate) {
     }
   // Every pair of products is 2 * 128 * 127 for the even rows: the largest the int8 path sees.
   std::vector<float> xs(K, -1.0f);
+  // Several rows too: the prefill kernels group weight rows differently from decode.
   auto x = Tensor::from_floats(DType::kF32, {1, K}, xs);
-  Tensor y(DType::kF32, {1, N});
-  ASSERT_TRUE(run(*registry(2), "linear", {x.view(), w.view()}, {y.view()}).ok());
-  // Activations +-1 quantize exactly, so the int8 result is exact up to float rounding.
-  EXPECT_TRUE(all_close(y.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-5));
+  std::vector<float> xs3;
+  for (int i = 0; i < 3; ++i) xs3.insert(xs3.end(), xs.begin(), xs.end());
+  auto x3 = Tensor::from_floats(DType::kF32, {3, K}, xs3);
+  for (Isa isa : simd_isas()) {
+    SCOPED_TRACE(isa_label(isa));
+    Tensor y(DType::kF32, {1, N}), y3(DType::kF32, {3, N});
+    ASSERT_TRUE(run(*registry(2, isa), "linear", {x.view(), w.view()}, {y.view()}).ok());
+    ASSERT_TRUE(run(*registry(2, isa), "linear", {x3.view(), w.view()}, {y3.view()}).ok());
+    // Activations +-1 quantize exactly, so the int8 result is exact up to float rounding.
+    const auto want = reference_linear(x.values(), 1, K, w.values(), N, {});
+    EXPECT_TRUE(all_close(y.values(), want, 1e-5));
+    EXPECT_TRUE(all_close(y3.values(), reference_linear(x3.values(), 3, K, w.values(), N, {}), 1e-5));
+  }
 }
 
 TEST(OptimizedLinear, EmptyAndRankOneShapes) {

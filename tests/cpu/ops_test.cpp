@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "cpu/cpu_test_util.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
@@ -11,7 +12,7 @@
 namespace kestrel::cpu::testing {
 namespace {
 
-std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = Isa::kAvx2) {
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = best_supported_isa()) {
   CpuKernelOptions options;
   options.threads = threads;
   options.isa = isa;
@@ -91,8 +92,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                                            AttentionCase{1, 2, 2, 2, 40, 13, {39, 17}}),
                          [](const auto& info) {
                            const auto& c = info.param;
-                           return "B" + std::to_string(c.B) + "_Hq" + std::to_string(c.Hq) + "_Hkv" +
-                                  std::to_string(c.Hkv) + "_T" + std::to_string(c.T) + "_Dh" + std::to_string(c.Dh);
+                           std::ostringstream name;
+                           name << "B" << c.B << "_Hq" << c.Hq << "_Hkv" << c.Hkv << "_T" << c.T << "_Dh" << c.Dh;
+                           return name.str();
                          });
 
 TEST(OptimizedAttentionCaches, NarrowCachesUseThePortableKernel) {
@@ -144,8 +146,9 @@ INSTANTIATE_TEST_SUITE_P(Sizes, OptimizedRmsNorm,
                          ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                                             ::testing::Values(1, 7, 37, 768)),
                          [](const auto& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_D" +
-                                  std::to_string(std::get<1>(info.param));
+                           std::ostringstream name;
+                           name << dtype_name(std::get<0>(info.param)) << "_D" << std::get<1>(info.param);
+                           return name.str();
                          });
 
 // ---- silu ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ TEST(CpuRegistry, IsCachedPerSetting) {
   CpuKernelOptions one = three;
   one.threads = 1;
   EXPECT_EQ(optimized_kernel_registry(three), optimized_kernel_registry(three));
-  if (best_supported_isa() == Isa::kAvx2) {
+  if (isa_supported(Isa::kAvx2)) {
     EXPECT_NE(optimized_kernel_registry(three), optimized_kernel_registry(one));
     EXPECT_NE(*optimized_kernel_registry(three)->find("linear"), *optimized_kernel_registry(one)->find("linear"));
   }
@@ -43,11 +43,18 @@ TEST(CpuRegistry, ResolvesOptions) {
   CpuKernelOptions options;
   options.isa = Isa::kAvx2;
   const int hardware = std::max(1u, std::thread::hardware_concurrency());
-  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, best_supported_isa() == Isa::kAvx2 ? hardware : 1);
+  const bool avx2 = isa_supported(Isa::kAvx2);
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, avx2 ? hardware : 1);
   options.threads = -4;
-  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, best_supported_isa() == Isa::kAvx2 ? hardware : 1);
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, avx2 ? hardware : 1);
   options.threads = 5;
-  EXPECT_EQ(resolve_cpu_kernel_options(options).isa, best_supported_isa());
+  EXPECT_EQ(resolve_cpu_kernel_options(options).isa, avx2 ? Isa::kAvx2 : Isa::kScalar);
+  EXPECT_EQ(resolve_cpu_kernel_options(options).threads, avx2 ? 5 : 1);
+  // An ISA the CPU lacks is lowered.
+  for (Isa vnni : {Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    options.isa = vnni;
+    EXPECT_EQ(resolve_cpu_kernel_options(options).isa, isa_supported(vnni) ? vnni : avx2 ? Isa::kAvx2 : Isa::kScalar);
+  }
   // The scalar ISA is the single-threaded portable set.
   options.isa = Isa::kScalar;
   EXPECT_EQ(resolve_cpu_kernel_options(options).threads, 1);
@@ -57,7 +64,11 @@ TEST(CpuRegistry, ResolvesOptions) {
 }
 
 TEST(CpuRegistry, IsaNames) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2}) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+    EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_EQ(isa_name(Isa::kAvxVnni), "avx_vnni");
+  EXPECT_TRUE(isa_supported(Isa::kScalar));
+  EXPECT_TRUE(isa_supported(best_supported_isa()));
   EXPECT_FALSE(isa_from_name("sse9").has_value());
   EXPECT_FALSE(isa_from_name("").has_value());
 }
@@ -71,9 +82,10 @@ TEST(CpuRegistry, EnvironmentForcesTheScalarFallback) {
   // An explicit request wins over the environment.
   CpuKernelOptions explicit_avx2;
   explicit_avx2.isa = Isa::kAvx2;
-  EXPECT_EQ(resolve_cpu_kernel_options(explicit_avx2).isa, best_supported_isa());
+  const Isa avx2_or_scalar = isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+  EXPECT_EQ(resolve_cpu_kernel_options(explicit_avx2).isa, avx2_or_scalar);
   ::setenv("KESTREL_CPU_ISA", "avx2", 1);
-  EXPECT_EQ(default_isa(), best_supported_isa());
+  EXPECT_EQ(default_isa(), avx2_or_scalar);
   ::setenv("KESTREL_CPU_ISA", "no-such-isa", 1);
   EXPECT_EQ(default_isa(), best_supported_isa());
   ::setenv("KESTREL_CPU_ISA", "auto", 1);

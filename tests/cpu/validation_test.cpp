@@ -112,13 +112,14 @@ TEST(OptimizedValidation, BadCallsFailLikeThePortableKernels) {
       {"silu_partial_overlap", "silu", {big.view()}, {shifted(TensorView::contiguous(DType::kF32, {4, 64}, big.bytes()), 8)}, {}},
   };
 
-  CpuKernelOptions options;
-  options.threads = 3;
-  options.isa = Isa::kAvx2;
-  const auto optimized = optimized_kernel_registry(options);
   const auto portable = kernels::portable_kernel_registry();
+  for (Isa isa : simd_isas())
   for (const BadCall& call : calls) {
-    SCOPED_TRACE(call.name);
+    SCOPED_TRACE(::testing::Message() << call.name << " " << isa_name(isa));
+    CpuKernelOptions options;
+    options.threads = 3;
+    options.isa = isa;
+    const auto optimized = optimized_kernel_registry(options);
     const Status want = run(*portable, call.op, call.inputs, call.outputs, call.attrs);
     const Status got = run(*optimized, call.op, call.inputs, call.outputs, call.attrs);
     ASSERT_FALSE(want.ok()) << "the portable kernel accepted the call";

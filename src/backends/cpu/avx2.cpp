@@ -36,6 +36,11 @@ KESTREL_AVX2 inline float half_to_float(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// See kStreamPrefetchBytes (avx2.h).
+KESTREL_AVX2 inline void prefetch(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + kStreamPrefetchBytes), _MM_HINT_T0);
+}
+
 // Row readers for the float weight dtypes: eight values widened to f32, or one.
 struct F32Row {
   static constexpr size_t kElementBytes = 4;
@@ -104,35 +109,47 @@ KESTREL_AVX2 inline void float_dot_rows(const float* x, const uint8_t* w, size_t
   }
 }
 
-// |w| * (x * sign(w)) summed in pairs then quads: the int8 x int8 block dot product of eight
-// lanes of four. |w| <= 128 and |x| <= 127, so the 16-bit pair sums cannot saturate.
-KESTREL_AVX2 inline __m256 int8_dot(__m256i w, __m256i x) {
-  const __m256i abs_w = _mm256_sign_epi8(w, w);
-  const __m256i signed_x = _mm256_sign_epi8(x, w);
-  const __m256i pairs = _mm256_maddubs_epi16(abs_w, signed_x);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+// One weight row streamed against one x row (decode): four accumulators, prefetching ahead.
+template <typename Row>
+KESTREL_AVX2 inline float float_dot_stream(const float* x, const uint8_t* w, int64_t K) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    prefetch(w + k * Row::kElementBytes);
+    if constexpr (Row::kElementBytes == 4) prefetch(w + k * Row::kElementBytes + 64);
+    acc0 = _mm256_fmadd_ps(Row::load8(w, k), _mm256_loadu_ps(x + k), acc0);
+    acc1 = _mm256_fmadd_ps(Row::load8(w, k + 8), _mm256_loadu_ps(x + k + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Row::load8(w, k + 16), _mm256_loadu_ps(x + k + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Row::load8(w, k + 24), _mm256_loadu_ps(x + k + 24), acc3);
+  }
+  for (; k + 8 <= K; k += 8) acc0 = _mm256_fmadd_ps(Row::load8(w, k), _mm256_loadu_ps(x + k), acc0);
+  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; k < K; ++k) sum += Row::load1(w, k) * x[k];
+  return sum;
 }
 
-// R q8 weight rows dotted with one q8-quantized x row.
-template <int R>
-KESTREL_AVX2 inline void q8_dot_rows(const int8_t* xq, const float* xd, const uint8_t* w, size_t stride,
-                                     int64_t blocks, float* out) {
-  __m256 acc[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+// One q8 weight row widened to f32 and streamed against one f32 x row (decode).
+KESTREL_AVX2 inline float q8_f32_dot_stream(const float* x, const uint8_t* w, int64_t blocks) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * kQ8BlockSize));
-    const float dx = xd[b];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* block = w + r * stride + b * kQ8BlockBytes;
-      const __m256 scale = _mm256_set1_ps(half_to_float(block) * dx);
-      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-      acc[r] = _mm256_fmadd_ps(scale, int8_dot(wv, xv), acc[r]);
+    const uint8_t* block = w + b * kQ8BlockBytes;
+    prefetch(block);
+    const float* xb = x + b * kQ8BlockSize;
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18));
+    __m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(xb));
+    __m256 s1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), _mm256_loadu_ps(xb + 8));
+    s0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(xb + 16), s0);
+    s1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), _mm256_loadu_ps(xb + 24), s1);
+    const __m256 scale = _mm256_set1_ps(half_to_float(block));
+    if (b % 2 == 0) {
+      acc0 = _mm256_fmadd_ps(scale, _mm256_add_ps(s0, s1), acc0);
+    } else {
+      acc1 = _mm256_fmadd_ps(scale, _mm256_add_ps(s0, s1), acc1);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  return hsum(_mm256_add_ps(acc0, acc1));
 }
 
 // R q8 weight rows widened to f32 on the fly and dotted with an f32 x row.
@@ -166,10 +183,15 @@ KESTREL_AVX2 inline void q8_f32_dot_rows(const float* x, const uint8_t* w, size_
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
 }
 
-// Row groups of four (from n0), then single rows; every x row per group while the group's
-// weights sit in L1.
+// Several x rows (prefill): weight rows in groups of four (from n0), then single rows; every x
+// row per group while the group's weights sit in L1. One x row (decode): each weight row
+// streamed once (dot.stream), which keeps one sequential, prefetched stream per thread.
 template <typename Dot>
 KESTREL_AVX2 inline void for_row_groups(const LinearArgs& a, int64_t n0, int64_t n1, Dot dot) {
+  if (a.M == 1) {
+    for (int64_t n = n0; n < n1; ++n) a.y[n] = dot.stream(n) + (a.bias != nullptr ? a.bias[n] : 0.0f);
+    return;
+  }
   float out[4];
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4) {
@@ -195,16 +217,9 @@ struct FloatDot {
     const size_t stride = static_cast<size_t>(a.K) * Row::kElementBytes;
     float_dot_rows<Row, R>(a.x + m * a.K, static_cast<const uint8_t*>(a.w) + n * stride, stride, a.K, out);
   }
-};
-
-struct Q8Dot {
-  const LinearArgs& a;
-  template <int R>
-  KESTREL_AVX2 inline void run(int64_t m, int64_t n, float* out) const {
-    const int64_t blocks = a.K / kQ8BlockSize;
-    const size_t stride = static_cast<size_t>(blocks) * kQ8BlockBytes;
-    q8_dot_rows<R>(a.xq + m * a.K, a.xd + m * blocks, static_cast<const uint8_t*>(a.w) + n * stride, stride,
-                   blocks, out);
+  KESTREL_AVX2 inline float stream(int64_t n) const {
+    const size_t stride = static_cast<size_t>(a.K) * Row::kElementBytes;
+    return float_dot_stream<Row>(a.x, static_cast<const uint8_t*>(a.w) + n * stride, a.K);
   }
 };
 
@@ -215,6 +230,10 @@ struct Q8F32Dot {
     const int64_t blocks = a.K / kQ8BlockSize;
     const size_t stride = static_cast<size_t>(blocks) * kQ8BlockBytes;
     q8_f32_dot_rows<R>(a.x + m * a.K, static_cast<const uint8_t*>(a.w) + n * stride, stride, blocks, out);
+  }
+  KESTREL_AVX2 inline float stream(int64_t n) const {
+    const int64_t blocks = a.K / kQ8BlockSize;
+    return q8_f32_dot_stream(a.x, static_cast<const uint8_t*>(a.w) + n * blocks * kQ8BlockBytes, blocks);
   }
 };
 
@@ -237,6 +256,16 @@ KESTREL_AVX2 inline __m256 exp_ps(__m256 x) {
 
 }  // namespace
 
+// The q8 x q8 rows with the maddubs (plain AVX2) block dot product.
+namespace int8_avx2 {
+#define KESTREL_INT8_TARGET KESTREL_AVX2
+#define KESTREL_INT8_DOT(abs_w, signed_x) \
+  _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_x), _mm256_set1_epi16(1))
+#include "backends/cpu/q8_int8.inc"
+#undef KESTREL_INT8_DOT
+#undef KESTREL_INT8_TARGET
+}  // namespace int8_avx2
+
 KESTREL_AVX2 void linear_rows_avx2(const LinearArgs& args, int64_t n0, int64_t n1) {
   switch (args.dtype) {
     case DType::kF32:
@@ -249,10 +278,14 @@ KESTREL_AVX2 void linear_rows_avx2(const LinearArgs& args, int64_t n0, int64_t n
       for_row_groups(args, n0, n1, FloatDot<BF16Row>{args});
       return;
     case DType::kQ8:
-      if (args.xq != nullptr) {
-        for_row_groups(args, n0, n1, Q8Dot{args});
-      } else {
+      if (args.xq == nullptr) {
         for_row_groups(args, n0, n1, Q8F32Dot{args});
+      } else if (args.int8_dot == Int8Dot::kAvxVnni) {
+        int8_avxvnni::q8_int8_rows(args, n0, n1);
+      } else if (args.int8_dot == Int8Dot::kAvx512Vnni) {
+        int8_avx512vnni::q8_int8_rows(args, n0, n1);
+      } else {
+        int8_avx2::q8_int8_rows(args, n0, n1);
       }
       return;
     default:
@@ -370,6 +403,9 @@ KESTREL_AVX2 void silu_avx2(const float* x, float* y, int64_t n) {
 
 namespace kestrel::cpu::detail {
 void linear_rows_avx2(const LinearArgs&, int64_t, int64_t) { std::abort(); }
+namespace int8_avx2 {
+void q8_int8_rows(const LinearArgs&, int64_t, int64_t) { std::abort(); }
+}  // namespace int8_avx2
 bool quantize_rows_q8_avx2(const float*, int64_t, int64_t, int8_t*, float*) { std::abort(); }
 float dot_f32_avx2(const float*, const float*, int64_t) { std::abort(); }
 void axpy_f32_avx2(float, const float*, float*, int64_t) { std::abort(); }

@@ -34,40 +34,45 @@ struct Slot {
 };
 std::array<Slot, kSlots> g_slots;
 
-template <size_t S, bool Q8Quantize>
+template <size_t S, Isa I, bool Q8Quantize>
 Config slot_config() {
-  return Config{g_slots[S].threads, Isa::kAvx2, Q8Quantize, g_slots[S].pool};
+  return Config{g_slots[S].threads, I, Q8Quantize, g_slots[S].pool};
 }
 
-template <size_t S, bool Q>
+template <size_t S, Isa I, bool Q>
 Status linear_slot(runtime::KernelContext& ctx) {
-  return detail::linear(ctx, slot_config<S, Q>());
+  return detail::linear(ctx, slot_config<S, I, Q>());
 }
-template <size_t S, bool Q>
+template <size_t S, Isa I, bool Q>
 Status attention_slot(runtime::KernelContext& ctx) {
-  return detail::attention(ctx, slot_config<S, Q>());
+  return detail::attention(ctx, slot_config<S, I, Q>());
 }
-template <size_t S, bool Q>
+template <size_t S, Isa I, bool Q>
 Status rms_norm_slot(runtime::KernelContext& ctx) {
-  return detail::rms_norm(ctx, slot_config<S, Q>());
+  return detail::rms_norm(ctx, slot_config<S, I, Q>());
 }
-template <size_t S, bool Q>
+template <size_t S, Isa I, bool Q>
 Status silu_slot(runtime::KernelContext& ctx) {
-  return detail::silu(ctx, slot_config<S, Q>());
+  return detail::silu(ctx, slot_config<S, I, Q>());
 }
 
 struct SlotKernels {
   runtime::KernelFn linear, attention, rms_norm, silu;
 };
 
-template <bool Q, size_t... S>
+template <Isa I, bool Q, size_t... S>
 constexpr std::array<SlotKernels, sizeof...(S)> make_slot_kernels(std::index_sequence<S...>) {
-  return {SlotKernels{&linear_slot<S, Q>, &attention_slot<S, Q>, &rms_norm_slot<S, Q>, &silu_slot<S, Q>}...};
+  return {SlotKernels{&linear_slot<S, I, Q>, &attention_slot<S, I, Q>, &rms_norm_slot<S, I, Q>,
+                      &silu_slot<S, I, Q>}...};
 }
-// [q8 quantizes activations][slot]
-constexpr std::array<std::array<SlotKernels, kSlots>, 2> kSlotKernels = {
-    make_slot_kernels<false>(std::make_index_sequence<kSlots>{}),
-    make_slot_kernels<true>(std::make_index_sequence<kSlots>{})};
+template <Isa I>
+constexpr std::array<std::array<SlotKernels, kSlots>, 2> make_isa_kernels() {
+  return {make_slot_kernels<I, false>(std::make_index_sequence<kSlots>{}),
+          make_slot_kernels<I, true>(std::make_index_sequence<kSlots>{})};
+}
+// [SIMD ISA - 1][q8 quantizes activations][slot]
+constexpr std::array<std::array<std::array<SlotKernels, kSlots>, 2>, 3> kSlotKernels = {
+    make_isa_kernels<Isa::kAvx2>(), make_isa_kernels<Isa::kAvxVnni>(), make_isa_kernels<Isa::kAvx512Vnni>()};
 
 using Key = std::tuple<int, Isa, bool>;
 
@@ -107,46 +112,66 @@ std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avx_vnni";
+    case Isa::kAvx512Vnni: return "avx512_vnni";
   }
   return "unknown";
 }
 
 std::optional<Isa> isa_from_name(std::string_view name) {
-  if (name == "scalar") return Isa::kScalar;
-  if (name == "avx2") return Isa::kAvx2;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+    if (name == isa_name(isa)) return isa;
   return std::nullopt;
 }
 
-Isa best_supported_isa() {
+bool isa_supported(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
-  static const Isa best = [] {
+  static const bool avx2 = [] {
     __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
-    return avx2 ? Isa::kAvx2 : Isa::kScalar;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   }();
-  return best;
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return avx2;
+    case Isa::kAvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
+    case Isa::kAvx512Vnni:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
 #else
-  return Isa::kScalar;
+  return isa == Isa::kScalar;
 #endif
 }
+
+Isa best_supported_isa() {
+  for (Isa isa : {Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx2})
+    if (isa_supported(isa)) return isa;
+  return Isa::kScalar;
+}
+
+namespace {
+Isa lower(Isa requested) {
+  if (isa_supported(requested)) return requested;
+  return requested != Isa::kScalar && isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+}
+}  // namespace
 
 Isa default_isa() {
   const char* env = std::getenv("KESTREL_CPU_ISA");
   if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return best_supported_isa();
   const auto requested = isa_from_name(env);
   if (!requested) {
-    log(LogLevel::kWarn, "KESTREL_CPU_ISA={} is not one of auto, scalar, avx2; using {}", env,
+    log(LogLevel::kWarn, "KESTREL_CPU_ISA={} is not one of auto, scalar, avx2, avx_vnni, avx512_vnni; using {}", env,
         isa_name(best_supported_isa()));
     return best_supported_isa();
   }
-  return static_cast<int>(*requested) <= static_cast<int>(best_supported_isa()) ? *requested : best_supported_isa();
+  return lower(*requested);
 }
 
 CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
   CpuKernelConfig config;
-  Isa isa = options.isa.value_or(default_isa());
-  if (static_cast<int>(isa) > static_cast<int>(best_supported_isa())) isa = best_supported_isa();
+  const Isa isa = lower(options.isa.value_or(default_isa()));
   config.isa = isa;
   int threads = options.threads;
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -171,7 +196,8 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const C
   auto registry = std::make_shared<runtime::KernelRegistry>();
   kernels::register_portable_kernels(*registry);
   if (config.isa != Isa::kScalar) {  // the scalar set is the portable kernels
-    const SlotKernels& slot = kSlotKernels[config.q8_quantize_activations ? 1 : 0][slot_for(c, config.threads)];
+    const SlotKernels& slot = kSlotKernels[static_cast<size_t>(config.isa) - 1][config.q8_quantize_activations ? 1 : 0]
+                                          [slot_for(c, config.threads)];
     registry->add("linear", slot.linear);
     registry->add("attention", slot.attention);
     registry->add("rms_norm", slot.rms_norm);

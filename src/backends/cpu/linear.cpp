@@ -73,6 +73,9 @@ Status linear(KernelContext& ctx, const Config& config) {
   args.M = M;
   args.K = K;
   args.N = N;
+  args.int8_dot = config.isa == Isa::kAvxVnni      ? Int8Dot::kAvxVnni
+                  : config.isa == Isa::kAvx512Vnni ? Int8Dot::kAvx512Vnni
+                                                   : Int8Dot::kMaddubs;
   if (w.dtype == DType::kQ8 && config.q8_quantize_activations && K > 0) {
     // Quantized once here, read by every task. Grows, never shrinks: steady state allocates
     // nothing.

@@ -17,25 +17,33 @@
 
 namespace kestrel::cpu {
 
-// Instruction set used by the optimized kernels.
+// Instruction set used by the optimized kernels. The three SIMD sets share every kernel except
+// the int8 block dot product of q8 linear.
 enum class Isa {
-  kScalar,  // the portable kernels (single-threaded)
-  kAvx2,    // AVX2 + FMA + F16C
+  kScalar,      // the portable kernels (single-threaded)
+  kAvx2,        // AVX2 + FMA + F16C
+  kAvxVnni,     // the same plus AVX-VNNI (vpdpbusd) for q8 x q8
+  kAvx512Vnni,  // the same plus AVX512-VNNI + AVX512VL, still on 256-bit vectors
 };
 
-std::string_view isa_name(Isa isa);                      // "scalar", "avx2"
+// "scalar", "avx2", "avx_vnni", "avx512_vnni".
+std::string_view isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);  // inverse of isa_name
 
-// The best ISA this CPU supports.
+bool isa_supported(Isa isa);  // by this CPU (kScalar always)
+// The best ISA this CPU supports (AVX-VNNI before AVX512-VNNI before AVX2).
 Isa best_supported_isa();
 // The ISA a registry uses when none is requested: best_supported_isa(), unless the
-// environment variable KESTREL_CPU_ISA is `scalar` (or `avx2`, which still needs CPU support).
-// An unknown KESTREL_CPU_ISA value is ignored with a warning.
+// environment variable KESTREL_CPU_ISA names one (scalar, avx2, avx_vnni, avx512_vnni, auto);
+// a named ISA the CPU lacks is lowered like a requested one, an unknown name is ignored with
+// a warning.
 Isa default_isa();
 
 struct CpuKernelOptions {
   int threads = 0;         // threads per kernel call, the caller included; 0: hardware_concurrency
-  std::optional<Isa> isa;  // unset: default_isa(); a request above best_supported_isa() is lowered
+  // Unset: default_isa(). An ISA the CPU lacks is lowered: a VNNI set to kAvx2 when that is
+  // supported, anything else to kScalar.
+  std::optional<Isa> isa;
   // q8 weights: quantize each activation row to q8 once per call and use int8 dot products
   // (like Q8_0 x Q8_0), exact up to that rounding; false: widen the weights to f32 on the fly
   // and keep the activations exact. Activations with a non-finite value always take the f32 way.
