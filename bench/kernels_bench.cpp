@@ -1,6 +1,7 @@
 // Kernel micro benchmarks: linear at decode shape (one activation row, GEMV) for every weight
 // dtype, the portable kernel against the optimized one (one thread and every thread; for q8
-// both the int8-dot and the widen-to-f32 variants). bytes_per_second is the weight stream.
+// both the int8-dot and the widen-to-f32 variants), and every linear of a decode step of a
+// ~110M model with its own weights (memory-bound). bytes_per_second is the weight stream.
 //   ./kernels_bench --benchmark_filter='linear/q8'   (Google Benchmark flags apply)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -83,6 +84,53 @@ void linear_gemv(benchmark::State& state, DType dtype, int64_t K, int64_t N,
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
 }
 
+// Every linear of one decode step of a ~110M llama (12 layers of q, k, v, o, gate, up, down,
+// then the 32000-row classifier), each with its own weights: 420 MB in f32, far more than the
+// caches, so this is the memory-bound weight stream of a real decode step, without the rest.
+void decode_step_linears(benchmark::State& state, DType dtype, std::shared_ptr<const runtime::KernelRegistry> registry) {
+  constexpr int64_t D = 768, F = 2048, V = 32000, layers = 12;
+  std::vector<std::pair<int64_t, int64_t>> shapes;  // {K, N}
+  for (int64_t l = 0; l < layers; ++l)
+    for (auto shape : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
+                       std::pair{D, F}, std::pair{F, D}})
+      shapes.push_back(shape);
+  shapes.emplace_back(D, V);
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  std::vector<std::vector<uint8_t>> weights;
+  int64_t bytes = 0;
+  for (const auto& [K, N] : shapes) {
+    std::vector<float> values(static_cast<size_t>(K * N));
+    for (float& v : values) v = dist(rng);
+    weights.push_back(encode(dtype, values, N, K));
+    bytes += static_cast<int64_t>(weights.back().size());
+  }
+  std::vector<float> x(static_cast<size_t>(F)), y(static_cast<size_t>(V));
+  for (float& v : x) v = dist(rng) * 20;
+  auto fn = registry->find("linear");
+  if (!fn.ok()) {
+    state.SkipWithError(fn.error().to_string().c_str());
+    return;
+  }
+  const program::Attrs attrs;
+  for (auto _ : state) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const auto [K, N] = shapes[i];
+      std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {1, K}, x.data()),
+                                     TensorView::contiguous(dtype, {N, K}, weights[i].data())};
+      std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, N}, y.data())};
+      runtime::KernelContext ctx{"linear", inputs, outputs, runtime::AttrReader("linear", attrs)};
+      const Status status = (*fn)(ctx);
+      if (!status.ok()) {
+        state.SkipWithError(status.error().to_string().c_str());
+        return;
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +159,18 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
+  }
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    std::vector<Variant> variants{{"portable", kernels::portable_kernel_registry()},
+                                  {"optimized_t1", optimized(1, true)},
+                                  {fmt::format("optimized_t{}", all), optimized(all, true)}};
+    for (const auto& variant : variants) {
+      const std::string name = fmt::format("decode_step_linears/{}/{}", dtype_name(dtype), variant.name);
+      benchmark::RegisterBenchmark(name.c_str(), decode_step_linears, dtype, variant.registry)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(1.0);
+    }
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -89,7 +89,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                          ::testing::Values(AttentionCase{1, 4, 4, 1, 16, 64, {9}},         // decode
                                            AttentionCase{2, 6, 2, 3, 12, 20, {0, 5, 11}},  // GQA, odd Dh
                                            AttentionCase{1, 3, 1, 4, 8, 1, {0, 1, 2, 7}},  // Dh = 1
-                                           AttentionCase{1, 2, 2, 2, 40, 13, {39, 17}}),
+                                           AttentionCase{1, 2, 2, 2, 40, 13, {39, 17}},
+                                           AttentionCase{1, 2, 1, 1, 300, 128, {299}},       // long context
+                                           AttentionCase{1, 4, 2, 2, 70, 72, {69, 33}}),     // 64 + 8 columns
                          [](const auto& info) {
                            const auto& c = info.param;
                            std::ostringstream name;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -66,6 +67,63 @@ TEST(ThreadPool, InlinePaths) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(ThreadPool::kMaxTasks + 5));
   pool.parallel_for(static_cast<int64_t>(hits.size()), [&](int64_t task) { hits[task].fetch_add(1); });
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, RangesCoverEveryItemOnceOnUnitBoundaries) {
+  ThreadPool pool(3);
+  for (int64_t count : {0, 1, 3, 4, 5, 17, 100, 1001}) {
+    for (int64_t unit : {1, 4, 7}) {
+      for (int64_t piece : {1, 3, 50}) {
+        SCOPED_TRACE(::testing::Message() << "count " << count << " unit " << unit << " piece " << piece);
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+        std::atomic<int> misaligned{0};
+        pool.parallel_ranges(count, unit, piece, [&](int64_t begin, int64_t end) {
+          if (begin % unit != 0 || begin >= end || end > count) misaligned.fetch_add(1);
+          for (int64_t i = begin; i < end && i < count; ++i) hits[i].fetch_add(1);
+        });
+        EXPECT_EQ(misaligned.load(), 0);
+        for (int64_t i = 0; i < count; ++i) ASSERT_EQ(hits[i].load(), 1) << "item " << i;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RangesOfAStalledThreadAreTakenOver) {
+  // The thread that runs the piece at 0 stalls; the others must take over the rest of its
+  // range from the back, and everything is still covered once.
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::atomic<int>> hits(400);
+    std::atomic<int> pieces{0};
+    pool.parallel_ranges(400, 4, 2, [&](int64_t begin, int64_t end) {
+      pieces.fetch_add(1);
+      if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_GE(pieces.load(), 400 / 8);
+  }
+}
+
+TEST(ThreadPool, RangesFromSeveralSubmitters) {
+  ThreadPool pool(3);
+  std::vector<std::thread> submitters;
+  std::atomic<int> failures{0};
+  for (int s = 0; s < 4; ++s) {
+    submitters.emplace_back([&, s] {
+      for (int job = 0; job < 100; ++job) {
+        const int64_t count = 1 + (job * 7 + s) % 300;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
+        pool.parallel_ranges(count, 4, 3, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        });
+        for (auto& h : hits)
+          if (h.load() != 1) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 }  // namespace

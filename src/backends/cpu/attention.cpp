@@ -79,22 +79,8 @@ Status attention(KernelContext& ctx, const Config& config) {
     const int64_t kv_base = ((b * Hkv) + h / group) * C * Dh;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t q_offset = ((b * Hq + h) * T + t) * Dh;
-      const float* qi = qs + q_offset;
-      const int64_t last = pos[t];
-      float max = -INFINITY;
-      for (int64_t s = 0; s <= last; ++s) {
-        scores[s] = dot_f32_avx2(qi, ks + kv_base + s * Dh, Dh) * scale;
-        max = std::fmax(max, scores[s]);
-      }
-      float sum = 0.0f;
-      for (int64_t s = 0; s <= last; ++s) {
-        scores[s] = std::exp(scores[s] - max);
-        sum += scores[s];
-      }
-      float* yi = ys + q_offset;
-      for (int64_t d = 0; d < Dh; ++d) yi[d] = 0.0f;
-      for (int64_t s = 0; s <= last; ++s) axpy_f32_avx2(scores[s], vs + kv_base + s * Dh, yi, Dh);
-      scale_f32_avx2(1.0f / sum, yi, Dh);
+      attention_row_avx2(qs + q_offset, ks + kv_base, vs + kv_base, pos[t] + 1, Dh, scale, scores.data(),
+                         ys + q_offset);
     }
   });
   return ok_status();

@@ -379,6 +379,84 @@ KESTREL_AVX2 void scale_mul_avx2(const float* x, float inv, const float* w, floa
   for (; i < n; ++i) y[i] = x[i] * inv * w[i];
 }
 
+namespace {
+
+// Four dot products of q with k rows s..s+3 (Dh a multiple of 8 here; the tail is added by the
+// caller), returned as one vector of four sums.
+KESTREL_AVX2 inline __m128 dot4(const float* q, const float* k, int64_t Dh, int64_t dh8) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dh8; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + d), a0);
+    a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + Dh + d), a1);
+    a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 2 * Dh + d), a2);
+    a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 3 * Dh + d), a3);
+  }
+  // [a0 a1 a2 a3] pairwise: lanes 0..3 of the low and the high half hold partial sums.
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// y[0, 64) = sum_s p[s] * v[s * Dh + (0, 64)], accumulated in registers.
+KESTREL_AVX2 inline void weighted_sum64(const float* p, const float* v, int64_t count, int64_t Dh, float* y) {
+  __m256 acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < count; ++s) {
+    const __m256 ps = _mm256_broadcast_ss(p + s);
+    const float* vs = v + s * Dh;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(ps, _mm256_loadu_ps(vs + 8 * j), acc[j]);
+  }
+  for (int j = 0; j < 8; ++j) _mm256_storeu_ps(y + 8 * j, acc[j]);
+}
+
+}  // namespace
+
+KESTREL_AVX2 void attention_row_avx2(const float* q, const float* k, const float* v, int64_t count, int64_t Dh,
+                                     float scale, float* scores, float* y) {
+  // Scores, four cache rows at a time.
+  const int64_t dh8 = Dh / 8 * 8;
+  int64_t s = 0;
+  for (; s + 4 <= count; s += 4) {
+    __m128 dots = dot4(q, k + s * Dh, Dh, dh8);
+    if (dh8 < Dh) {
+      alignas(16) float tail[4] = {0, 0, 0, 0};
+      for (int r = 0; r < 4; ++r)
+        for (int64_t d = dh8; d < Dh; ++d) tail[r] += q[d] * k[(s + r) * Dh + d];
+      dots = _mm_add_ps(dots, _mm_load_ps(tail));
+    }
+    _mm_storeu_ps(scores + s, _mm_mul_ps(dots, _mm_set1_ps(scale)));
+  }
+  for (; s < count; ++s) scores[s] = dot_f32_avx2(q, k + s * Dh, Dh) * scale;
+  float max = -INFINITY;
+  for (int64_t i = 0; i < count; ++i) max = std::fmax(max, scores[i]);
+
+  // Softmax numerators. Arguments are <= 0; below -87 exp underflows anyway, and clamping
+  // there keeps exp_ps in range (max_ps(floor, x) still passes a nan through).
+  const __m256 vmax = _mm256_set1_ps(max), floor = _mm256_set1_ps(-87.0f);
+  __m256 vsum = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256 e = exp_ps(_mm256_max_ps(floor, _mm256_sub_ps(_mm256_loadu_ps(scores + i), vmax)));
+    _mm256_storeu_ps(scores + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = hsum(vsum);
+  for (; i < count; ++i) {
+    scores[i] = std::exp(scores[i] - max);
+    sum += scores[i];
+  }
+
+  // Weighted sum of the value rows, 64 columns at a time in registers, then the remainder.
+  int64_t d = 0;
+  for (; d + 64 <= Dh; d += 64) weighted_sum64(scores, v + d, count, Dh, y + d);
+  if (d < Dh) {
+    for (int64_t j = d; j < Dh; ++j) y[j] = 0.0f;
+    for (int64_t t = 0; t < count; ++t) axpy_f32_avx2(scores[t], v + t * Dh + d, y + d, Dh - d);
+  }
+  scale_f32_avx2(1.0f / sum, y, Dh);
+}
+
 KESTREL_AVX2 void silu_avx2(const float* x, float* y, int64_t n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 limit = _mm256_set1_ps(80.0f);
@@ -413,6 +491,9 @@ void scale_f32_avx2(float, float*, int64_t) { std::abort(); }
 float sum_squares_avx2(const float*, int64_t) { std::abort(); }
 void scale_mul_avx2(const float*, float, const float*, float*, int64_t) { std::abort(); }
 void silu_avx2(const float*, float*, int64_t) { std::abort(); }
+void attention_row_avx2(const float*, const float*, const float*, int64_t, int64_t, float, float*, float*) {
+  std::abort();
+}
 }  // namespace kestrel::cpu::detail
 
 #endif

@@ -67,6 +67,10 @@ void scale_f32_avx2(float a, float* y, int64_t n);
 float sum_squares_avx2(const float* x, int64_t n);
 // y[i] = x[i] * inv * w[i]
 void scale_mul_avx2(const float* x, float inv, const float* w, float* y, int64_t n);
+// One attention query row against `count` f32 cache rows of Dh values (k and v at their first
+// row): y = softmax(scale * q . k) v. `scores` holds count floats of scratch. y may be q.
+void attention_row_avx2(const float* q, const float* k, const float* v, int64_t count, int64_t Dh, float scale,
+                        float* scores, float* y);
 // y[i] = x[i] / (1 + exp(-x[i])); y may be x.
 void silu_avx2(const float* x, float* y, int64_t n);
 

@@ -1,5 +1,6 @@
 #include "backends/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace kestrel::cpu::detail {
@@ -67,6 +68,71 @@ void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
     }
   }
   submit_.unlock();
+}
+
+void ThreadPool::run_ranges(int64_t count, int64_t unit, int64_t piece_units, RangeJob& job) {
+  if (count <= 0) return;
+  unit = unit < 1 ? 1 : unit;
+  const int64_t units = (count + unit - 1) / unit;
+  const int64_t parts = std::min<int64_t>({threads_, units, kMaxTasks});
+  if (parts <= 1 || units > 0xffffffffll) {
+    job.fn(job.ctx, 0, count);
+    return;
+  }
+  // The ranges live in the submitting thread's storage: a submitter that finds the pool busy
+  // runs its tasks inline on its own ranges.
+  thread_local std::unique_ptr<RangeJob::Range[]> storage;
+  thread_local int64_t capacity = 0;
+  if (capacity < parts) {
+    storage = std::make_unique<RangeJob::Range[]>(static_cast<size_t>(parts));
+    capacity = parts;
+  }
+  for (int64_t p = 0; p < parts; ++p) {
+    const uint64_t lo = static_cast<uint64_t>(units * p / parts), hi = static_cast<uint64_t>(units * (p + 1) / parts);
+    storage[p].bounds.store((lo << 32) | hi, std::memory_order_relaxed);
+  }
+  job.count = count;
+  job.unit = unit;
+  job.piece_units = piece_units < 1 ? 1 : piece_units;
+  job.parts = parts;
+  job.ranges = storage.get();
+  run(parts, &ThreadPool::run_range_task, &job);  // publishes the ranges (release)
+}
+
+void ThreadPool::run_range_task(void* ctx, int64_t part) {
+  RangeJob& job = *static_cast<RangeJob*>(ctx);
+  auto call = [&](uint64_t lo, uint64_t hi) {
+    job.fn(job.ctx, static_cast<int64_t>(lo) * job.unit, std::min(job.count, static_cast<int64_t>(hi) * job.unit));
+  };
+  const auto piece = static_cast<uint64_t>(job.piece_units);
+  // Own range, front to back.
+  std::atomic<uint64_t>& own = job.ranges[part].bounds;
+  uint64_t bounds = own.load(std::memory_order_acquire);
+  while (true) {
+    const uint64_t lo = bounds >> 32, hi = bounds & 0xffffffffu;
+    if (lo >= hi) break;
+    const uint64_t take = std::min(piece, hi - lo);
+    if (own.compare_exchange_weak(bounds, ((lo + take) << 32) | hi, std::memory_order_acq_rel,
+                                  std::memory_order_acquire)) {
+      call(lo, lo + take);
+      bounds = own.load(std::memory_order_acquire);
+    }
+  }
+  // Then the others' ranges, back to front.
+  for (int64_t step = 1; step < job.parts; ++step) {
+    std::atomic<uint64_t>& other = job.ranges[(part + step) % job.parts].bounds;
+    uint64_t theirs = other.load(std::memory_order_acquire);
+    while (true) {
+      const uint64_t lo = theirs >> 32, hi = theirs & 0xffffffffu;
+      if (lo >= hi) break;
+      const uint64_t take = std::min(piece, hi - lo);
+      if (other.compare_exchange_weak(theirs, (lo << 32) | (hi - take), std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+        call(hi - take, hi);
+        theirs = other.load(std::memory_order_acquire);
+      }
+    }
+  }
 }
 
 void ThreadPool::work(uint32_t generation) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -37,7 +38,33 @@ class ThreadPool {
     run(count, [](void* ctx, int64_t task) { (*static_cast<F*>(ctx))(task); }, &fn);
   }
 
+  // Calls fn(begin, end) on pieces that together cover [0, count) exactly once. [0, count) is
+  // cut into units of `unit` items (the last may be shorter) and every piece is a run of whole
+  // units. Each thread owns one contiguous range of units and walks it front to back in
+  // pieces of `piece_units`, so its memory stream stays sequential (prefetching carries across
+  // pieces); a thread that runs out takes pieces from the back of the other ranges, which
+  // balances a late or descheduled thread without cutting every stream into small tasks.
+  template <typename F>
+  void parallel_ranges(int64_t count, int64_t unit, int64_t piece_units, F&& fn) {
+    RangeJob job;
+    job.fn = [](void* ctx, int64_t begin, int64_t end) { (*static_cast<F*>(ctx))(begin, end); };
+    job.ctx = &fn;
+    run_ranges(count, unit, piece_units, job);
+  }
+
  private:
+  struct RangeJob {
+    void (*fn)(void* ctx, int64_t begin, int64_t end) = nullptr;
+    void* ctx = nullptr;
+    int64_t count = 0, unit = 1, piece_units = 1, parts = 1;
+    struct alignas(64) Range {
+      std::atomic<uint64_t> bounds{0};  // [lo:32][hi:32] in units
+    };
+    Range* ranges = nullptr;
+  };
+  void run_ranges(int64_t count, int64_t unit, int64_t piece_units, RangeJob& job);
+  static void run_range_task(void* ctx, int64_t part);
+
   using TaskFn = void (*)(void* ctx, int64_t task);
 
   void run(int64_t count, TaskFn fn, void* ctx);
