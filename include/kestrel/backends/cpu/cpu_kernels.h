@@ -1,12 +1,16 @@
 // The optimized CPU kernel set: the portable kernels with the hot decode ops replaced by
-// SIMD (AVX2 + FMA + F16C, chosen at run time) and multi-threaded versions that keep the
-// contract of docs/ops.md (same validation, same error messages, same results within float
-// rounding; q8 `linear` quantizes the activation row to q8 and is exact up to that rounding).
+// SIMD (AVX2 + FMA + F16C, chosen at run time; AVX-VNNI or AVX512-VNNI for the q8 int8 dot
+// products where present) and multi-threaded versions that keep the contract of docs/ops.md
+// (same validation and error messages; results equal to the portable kernels' within float
+// rounding, q8 linear within the rounding of its activation quantization).
 //
-// Replaced ops: linear (f32, f16, bf16 and q8 weights; output rows split over a persistent
-// thread pool), attention (f32 caches; threads over heads), rms_norm and silu. Every other op
-// is the portable kernel. On a CPU without AVX2/FMA/F16C, or when the scalar ISA is forced,
-// the replaced ops call the portable kernels.
+// Replaced ops: linear (f32, f16, bf16 and q8 weights: each thread streams one contiguous
+// share of the weight rows with software prefetch, and takes over the tail of a slower
+// thread's share; q8 quantizes the activation row to q8 once per call and uses int8 dot
+// products, like Q8_0 x Q8_0), attention (f32 caches; one task per head), rms_norm and silu.
+// Every other op is the portable kernel. On a CPU without AVX2/FMA/F16C, or when the scalar
+// ISA is forced (KESTREL_CPU_ISA=scalar or CpuKernelOptions::isa), the registry is the
+// portable kernel set itself. Results do not depend on the thread count.
 #pragma once
 
 #include <memory>
@@ -50,10 +54,12 @@ struct CpuKernelOptions {
   bool q8_quantize_activations = true;
 };
 
-// The portable kernels with the hot ops replaced. Registries are cached per (threads, ISA)
-// and each owns a persistent thread pool of threads - 1 workers (created once, spin briefly then
-// sleep between calls). Thread-safe; a registry may be shared by several programs. When two
-// threads run kernels of the same registry at once, one of them runs its call single-threaded.
+// The portable kernels with the hot ops replaced. Registries are cached per setting; each
+// thread count has one persistent pool of threads - 1 workers (started by the first parallel
+// call; between calls they spin briefly, then sleep). Thread-safe; a registry may be shared by
+// several programs. When two threads run kernels of the same pool at once, one of them runs
+// its call single-threaded. (Up to 32 distinct thread counts get their own pool; more share
+// the pool of the closest count, with a warning.)
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int threads = 0);
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options);
 
