@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds and runs the whole test suite, then runs it again under
-# AddressSanitizer + UndefinedBehaviorSanitizer. Usage: scripts/test.sh [--no-sanitize]
+# Installs dependencies, builds and runs the whole test suite.
+# Usage: scripts/test.sh [--sanitize]   --sanitize: also build and run it under
+#                                       AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-sanitize=1
-[ "${1:-}" = "--no-sanitize" ] && sanitize=0
+sanitize=0
+[ "${1:-}" = "--sanitize" ] && sanitize=1
 jobs="$(nproc 2>/dev/null || echo 2)"
 
 "$root/scripts/install-deps.sh"
