@@ -12,11 +12,12 @@
 #   3. llama.cpp's own convert-llama2c-to-ggml converts the same checkpoint to an f32 GGUF, and
 #      llama-quantize makes the Q8_0 GGUF (q8 and Q8_0 are the same format: blocks of 32 int8
 #      with one f16 scale);
-#   4. read_bandwidth measures the memory read bandwidth (the decode bound);
+#   4. read_bandwidth measures the memory read bandwidth (the decode bound): once over a large
+#      buffer (DRAM), and with every run over a buffer the size of the weights;
 #   5. for each weight type and thread count, REPS interleaved runs of
 #        kestrel run --json (stats.decode_tokens_per_s over N_TOKENS generated tokens) and
 #        llama-bench -p 0 -n N_TOKENS -t THREADS -r 1 (avg_ts);
-#      then a table of medians (and bests), the ratio, and the bandwidth bound.
+#      then a table of medians (and bests), the ratio, and the bandwidth bounds.
 #
 # Environment (defaults in brackets):
 #   LLAMA_CPP_BUILD   llama.cpp build dir, when not given as the argument
@@ -28,7 +29,7 @@
 #   N_TOKENS          generated tokens per run [128]
 #   REPS              interleaved repetitions per cell [5]
 #   PORTABLE          1: also time kestrel's portable (scalar reference) kernels once [1]
-#   BW_MIB            read_bandwidth buffer size in MiB [1024]
+#   BW_MIB            read_bandwidth buffer for the DRAM figure, MiB [1024]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,18 +84,15 @@ decode_values="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["dec
   --llama2c-model "${work}/model.bin" --llama2c-output-model "${work}/f32.gguf" > "${work}/convert.log" 2>&1
 "${llama_bin}/llama-quantize" "${work}/f32.gguf" "${work}/q8_0.gguf" Q8_0 > "${work}/quantize.log" 2>&1
 
-# 4. Memory read bandwidth with every thread count that is compared: over BW_MIB (DRAM), and
-#    over a buffer the size of the q8 weights (a working set that partly fits in a large L3
-#    reads faster than DRAM; decode streams the same bytes every token).
-declare -A bandwidth bandwidth_ws
-ws_mib="$(python3 -c 'import sys; print(max(1, round(int(sys.argv[1]) * 1.0625 / 2**20)))' "${decode_values}")"
+# 4. Memory read bandwidth with every thread count that is compared, over BW_MIB (no reuse:
+#    DRAM). The bandwidth over a buffer of each weight type's size (read again and again like
+#    the weights are every token, so whatever stays in a large L3 counts too) is measured in
+#    step 5, interleaved with the runs, since a shared machine's bandwidth varies over time.
+declare -A bandwidth
 for t in ${threads_list}; do
   bw_json="$("${read_bw}" "${bw_mib}" "${t}" 5)"
   bandwidth[$t]="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["read_gb_per_s"])' "${bw_json}")"
   log "read bandwidth, ${t} threads, ${bw_mib} MiB: ${bw_json}"
-  bw_json="$("${read_bw}" "${ws_mib}" "${t}" 5)"
-  bandwidth_ws[$t]="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["read_gb_per_s"])' "${bw_json}")"
-  log "read bandwidth, ${t} threads, ${ws_mib} MiB (q8 weights): ${bw_json}"
 done
 
 # 5. Interleaved runs.
@@ -115,31 +113,37 @@ for dtype in ${dtypes}; do
   program="${work}/${dtype}.kst"
   gguf="${work}/$([[ "${dtype}" == q8 ]] && echo q8_0 || echo f32).gguf"
   bytes_per_value="$([[ "${dtype}" == q8 ]] && echo 1.0625 || echo 4)"
+  ws1=""
+  ws_mib="$(python3 -c 'import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]) / 2**20)))' \
+    "${decode_values}" "${bytes_per_value}")"
   for t in ${threads_list}; do
-    k=() l=()
+    k=() l=() b=()
     for ((r = 0; r < reps; ++r)); do
       k+=("$(kestrel_tps "${program}" "${t}" optimized)")
       l+=("$(llama_tps "${gguf}" "${t}")")
-      log "${dtype} t=${t} rep ${r}: kestrel ${k[-1]} llama.cpp ${l[-1]}"
+      b+=("$("${read_bw}" "${ws_mib}" "${t}" 3 | python3 -c 'import json,sys; print(json.load(sys.stdin)["read_gb_per_s"])')")
+      log "${dtype} t=${t} rep ${r}: kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s over ${ws_mib} MiB"
     done
     read -r k_med k_best <<< "$(stats "${k[@]}")"
     read -r l_med l_best <<< "$(stats "${l[@]}")"
-    results+=("${dtype} ${t} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${bandwidth_ws[$t]}")
+    read -r b_med b_best <<< "$(stats "${b[@]}")"
+    results+=("${dtype} ${t} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med}")
+    [[ "${t}" == 1 ]] && ws1="${b_med}"
   done
   if [[ "${portable}" == 1 ]]; then
     p="$(kestrel_tps "${program}" 1 portable)"
     first="${threads_list%% *}"
-    results+=("${dtype} portable ${p} ${p} - - ${bytes_per_value} ${bandwidth[1]:-${bandwidth[$first]}} ${bandwidth_ws[1]:-${bandwidth_ws[$first]}}")
+    results+=("${dtype} portable ${p} ${p} - - ${bytes_per_value} ${bandwidth[1]:-${bandwidth[$first]}} ${ws1:-${b_med}}")
   fi
 done
 
 # 6. The table. Bound: read bandwidth / weight bytes per token (the KV cache reads, a few MB
-#    per token at this context, are left out), over DRAM and over a q8-weights-sized buffer.
+#    per token at this context, are left out), over DRAM and over a buffer of the weights' size.
 python3 - "${decode_values}" "${n_tokens}" "${reps}" "${results[@]}" <<'EOF'
 import sys
 decode_values = int(sys.argv[1]); n_tokens = sys.argv[2]; reps = sys.argv[3]
 print(f"\ndecode tokens/s, {n_tokens} generated tokens, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / q8-sized) | bound tok/s (DRAM / q8-sized) |")
+print("| weights | threads | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) |")
 print("|---|---|---|---|---|---|---|---|")
 for row in sys.argv[4:]:
     dtype, threads, k_med, k_best, l_med, l_best, bpv, bw, bw_ws = row.split()
