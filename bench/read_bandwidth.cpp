@@ -1,7 +1,10 @@
 // read_bandwidth [MiB] [threads] [repeats]: the memory read bandwidth of this machine, the
 // bound for a decode step that streams every weight once. Each thread sums its slice of one
-// buffer (much larger than the caches by default); the best of the repeats is printed as JSON,
-// with a memcpy figure for reference.
+// buffer (much larger than the caches by default) with a few software prefetch distances; the
+// best pass is printed as JSON. The buffer is asked for transparent huge pages (madvise): on a
+// virtual machine the page walks of 4 KiB pages cost a large share of the bandwidth (a
+// mapped program file in the page cache gets large folios). The same read over 4 KiB pages
+// and a memcpy are printed for reference.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,15 +13,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace {
 
-// Eight independent sums so the loop vectorizes and is bound by memory, not by the adds. The
-// software prefetch a few KB ahead matters on this kind of machine: the hardware prefetchers
-// alone can reach less (the decode kernels prefetch the same way). An AVX2 copy of the loop
-// is used where the CPU has AVX2, so the probe is never limited by its own instructions.
+// Eight independent sums so the loop vectorizes and is bound by memory, not by the adds. An
+// AVX2 copy of the loop is used where the CPU has AVX2, so the probe is never limited by its
+// own instructions.
 #define KESTREL_SUM_WORDS_BODY                                              \
   uint64_t acc[8] = {};                                                     \
   size_t i = 0;                                                             \
@@ -45,48 +50,78 @@ uint64_t sum_words(const uint64_t* p, size_t n, size_t prefetch_words) {
   return sum_words_generic(p, n, prefetch_words);
 }
 
+// An anonymous mapping of `bytes` (rounded up to 2 MiB), optionally with huge pages advised,
+// filled so every page is present.
+uint64_t* map_buffer(size_t bytes, bool huge) {
+  const size_t huge_page = size_t{1} << 21;
+  const size_t size = (bytes + huge_page - 1) / huge_page * huge_page;
+  void* p = ::mmap(nullptr, size + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* aligned = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(p) + huge_page - 1) / huge_page * huge_page);
+  if (huge) ::madvise(aligned, size, MADV_HUGEPAGE);
+  const size_t words = bytes / sizeof(uint64_t);
+  for (size_t i = 0; i < words; ++i) aligned[i] = i * 0x9e3779b97f4a7c15ull;
+  return aligned;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2048;
   const int threads = argc > 2 ? std::max(1, std::atoi(argv[2])) : static_cast<int>(std::thread::hardware_concurrency());
   const int repeats = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
-  const size_t words = mib * (1u << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buffer(words);
-  for (size_t i = 0; i < words; ++i) buffer[i] = i * 0x9e3779b97f4a7c15ull;
+  const size_t bytes = std::max<size_t>(mib, 1) * (size_t{1} << 20);
+  const size_t words = bytes / sizeof(uint64_t);
 
   std::atomic<uint64_t> sink{0};
-  auto read_pass = [&](size_t prefetch_words) {
+  auto read_pass = [&](const uint64_t* buffer, size_t prefetch_words) {
     double best = 0;
     for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    const size_t slice = words / static_cast<size_t>(threads);
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const size_t begin = slice * static_cast<size_t>(t);
-        const size_t n = t + 1 == threads ? words - begin : slice;
-        sink.fetch_add(sum_words(buffer.data() + begin, n, prefetch_words), std::memory_order_relaxed);
-      });
-    for (auto& th : pool) th.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::thread> pool;
+      const size_t slice = words / static_cast<size_t>(threads);
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          const size_t begin = slice * static_cast<size_t>(t);
+          const size_t n = t + 1 == threads ? words - begin : slice;
+          sink.fetch_add(sum_words(buffer + begin, n, prefetch_words), std::memory_order_relaxed);
+        });
+      for (auto& th : pool) th.join();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      best = std::max(best, static_cast<double>(bytes) / s / 1e9);
     }
     return best;
   };
-  const double best_read_plain = read_pass(0);
-  const double best_read = read_pass(4096 / sizeof(uint64_t));
 
-  std::vector<uint64_t> copy(words / 2);
+  uint64_t* huge = map_buffer(bytes, true);
+  uint64_t* small = map_buffer(bytes, false);
+  if (huge == nullptr || small == nullptr) {
+    fmt::print(stderr, "read_bandwidth: cannot map {} MiB\n", mib);
+    return 1;
+  }
+  // The best over a few prefetch distances (0: hardware prefetchers only): the figure is an
+  // estimate of what a streaming reader can get, so no single loop setting decides it.
+  double best_read = 0;
+  size_t best_distance = 0;
+  for (size_t distance : {0, 1024, 2048, 4096, 8192}) {
+    const double gbps = read_pass(huge, distance / sizeof(uint64_t));
+    if (gbps > best_read) {
+      best_read = gbps;
+      best_distance = distance;
+    }
+  }
+  const double small_pages = read_pass(small, best_distance / sizeof(uint64_t));
+
   double best_copy = 0;
+  const size_t half = bytes / 2;
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    std::memcpy(copy.data(), buffer.data(), copy.size() * sizeof(uint64_t));
+    std::memcpy(small, huge, half);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best_copy = std::max(best_copy, static_cast<double>(copy.size() * sizeof(uint64_t)) / s / 1e9);
+    best_copy = std::max(best_copy, static_cast<double>(half) / s / 1e9);
   }
-  fmt::print("{{\"buffer_mib\": {}, \"threads\": {}, \"read_gb_per_s\": {:.2f}, \"read_no_prefetch_gb_per_s\": {:.2f}, "
-             "\"memcpy_gb_per_s\": {:.2f}, \"checksum\": {}}}\n",
-             mib, threads, best_read, best_read_plain, best_copy, (sink.load() + copy[copy.size() / 2]) % 1000);
+  fmt::print("{{\"buffer_mib\": {}, \"threads\": {}, \"read_gb_per_s\": {:.2f}, \"prefetch_bytes\": {}, "
+             "\"read_4k_pages_gb_per_s\": {:.2f}, \"memcpy_gb_per_s\": {:.2f}, \"checksum\": {}}}\n",
+             mib, threads, best_read, best_distance, small_pages, best_copy, (sink.load() + small[words / 3]) % 1000);
   return 0;
 }
