@@ -15,14 +15,14 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
-Status attention_kernel(KernelContext& ctx) {
+Result<AttentionDims> check_attention(const KernelContext& ctx) {
   constexpr std::string_view op = "attention";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 4, 4, 1));
   const TensorView& q = ctx.inputs[0];
   const TensorView& k = ctx.inputs[1];
   const TensorView& v = ctx.inputs[2];
   const TensorView& positions = ctx.inputs[3];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
 
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "q", q, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "q", q, 4));
@@ -66,6 +66,18 @@ Status attention_kernel(KernelContext& ctx) {
                         "{}: position {} (positions element {}) is outside the cache's [0, {})", op,
                         pos[t], t, C);
 
+  return AttentionDims{B, Hq, Hkv, T, C, Dh, scale};
+}
+
+Status attention_kernel(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const AttentionDims dims, check_attention(ctx));
+  const TensorView& q = ctx.inputs[0];
+  const TensorView& k = ctx.inputs[1];
+  const TensorView& v = ctx.inputs[2];
+  const int64_t* pos = ctx.inputs[3].as<const int64_t>();
+  TensorView& out = ctx.outputs[0];
+  const int64_t B = dims.B, Hq = dims.Hq, Hkv = dims.Hkv, T = dims.T, C = dims.C, Dh = dims.Dh;
+  const float scale = dims.scale;
   const int64_t group = Hkv > 0 ? Hq / Hkv : 1;
   float* scores = scratch_floats(0, static_cast<size_t>(C));
   float* k_row = scratch_floats(1, static_cast<size_t>(Dh));

@@ -10,13 +10,13 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
-Status linear_kernel(KernelContext& ctx) {
+Result<LinearDims> check_linear(const KernelContext& ctx) {
   constexpr std::string_view op = "linear";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 3, 1));
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
   const TensorView* bias = ctx.inputs.size() == 3 ? &ctx.inputs[2] : nullptr;
-  TensorView& y = ctx.outputs[0];
+  const TensorView& y = ctx.outputs[0];
 
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
@@ -41,7 +41,17 @@ Status linear_kernel(KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "x", x, false));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "weight", w, false));
 
-  const int64_t M = dims_product(x.shape, 0, x.shape.rank() - 1);
+  return LinearDims{dims_product(x.shape, 0, x.shape.rank() - 1), K, N, bias};
+}
+
+Status linear_kernel(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const LinearDims dims, check_linear(ctx));
+  const TensorView& x = ctx.inputs[0];
+  const TensorView& w = ctx.inputs[1];
+  const TensorView* bias = dims.bias;
+  TensorView& y = ctx.outputs[0];
+  const int64_t K = dims.K, N = dims.N;
+  const int64_t M = dims.M;
   const float* xs = x.as<const float>();
   const float* bs = bias != nullptr ? bias->as<const float>() : nullptr;
   float* ys = y.as<float>();

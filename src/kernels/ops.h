@@ -11,10 +11,23 @@ Status embedding_kernel(KernelContext& ctx);
 Status rms_norm_kernel(KernelContext& ctx);
 Status layer_norm_kernel(KernelContext& ctx);
 Status linear_kernel(KernelContext& ctx);
+// The linear kernel's input checks, shared with optimized implementations.
+struct LinearDims {
+  int64_t M, K, N;           // rows of x, reduction length, output columns
+  const TensorView* bias;    // null when absent
+};
+Result<LinearDims> check_linear(const KernelContext& ctx);
 Status matmul_kernel(KernelContext& ctx);
 Status rope_kernel(KernelContext& ctx);
 Status softmax_kernel(KernelContext& ctx);
 Status attention_kernel(KernelContext& ctx);
+// The attention kernel's input checks (shapes, dtypes, positions in range, scale attribute),
+// shared with optimized implementations.
+struct AttentionDims {
+  int64_t B, Hq, Hkv, T, C, Dh;
+  float scale;
+};
+Result<AttentionDims> check_attention(const KernelContext& ctx);
 Status silu_kernel(KernelContext& ctx);
 Status gelu_kernel(KernelContext& ctx);
 Status mul_kernel(KernelContext& ctx);

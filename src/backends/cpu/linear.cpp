@@ -15,37 +15,12 @@ using namespace kernels::detail;
 
 Status linear(KernelContext& ctx, const Config& config) {
   if (config.isa == Isa::kScalar) return kernels::linear_kernel(ctx);
-  constexpr std::string_view op = "linear";
-  KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 3, 1));
+  KESTREL_ASSIGN_OR_RETURN(const kernels::LinearDims dims, kernels::check_linear(ctx));
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
-  const TensorView* bias = ctx.inputs.size() == 3 ? &ctx.inputs[2] : nullptr;
+  const TensorView* bias = dims.bias;
   TensorView& y = ctx.outputs[0];
-
-  KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
-  KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
-  KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
-  KESTREL_RETURN_IF_ERROR(
-      check_dtype(op, "weight", w, {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}));
-  KESTREL_RETURN_IF_ERROR(check_rank(op, "weight", w, 2));
-  KESTREL_RETURN_IF_ERROR(check_tensor(op, "weight", w));
-  const int64_t K = x.shape.dim(-1);
-  const int64_t N = w.shape[0];
-  if (w.shape[1] != K)
-    return make_error(ErrorCode::kInvalidArgument, "{}: weight has K={} but x has K={}", op,
-                      w.shape[1], K);
-  if (bias != nullptr) {
-    KESTREL_RETURN_IF_ERROR(check_dtype(op, "bias", *bias, {DType::kF32}));
-    KESTREL_RETURN_IF_ERROR(check_tensor(op, "bias", *bias));
-    KESTREL_RETURN_IF_ERROR(check_shape(op, "bias", *bias, Shape{N}));
-  }
-  KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", y, {DType::kF32}));
-  KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", y));
-  KESTREL_RETURN_IF_ERROR(check_shape(op, "output", y, with_last_dim(x.shape, N)));
-  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "x", x, false));
-  KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", y, "weight", w, false));
-
-  const int64_t M = dims_product(x.shape, 0, x.shape.rank() - 1);
+  const int64_t M = dims.M, K = dims.K, N = dims.N;
   if (M == 0 || N == 0) return ok_status();
 
   LinearArgs args;
