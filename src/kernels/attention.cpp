@@ -1,7 +1,8 @@
 // attention over a static KV cache with a causal mask given by positions:
-//   out[b, h, t] = sum_{s <= positions[t]} softmax_s(scale * q[b, h, t] . k[b, g, s]) v[b, g, s]
-// where g = h / (Hq / Hkv) (grouped-query attention). Slots past positions[t] are never read,
-// so stale or uninitialized cache contents there cannot leak into the result.
+//   out[b, h, t] = sum_{first <= s <= positions[t]} softmax_s(scale * q[b, h, t] . k[b, g, s]) v[b, g, s]
+// where g = h / (Hq / Hkv) (grouped-query attention) and first is 0, or, with a sliding
+// `window` W > 0, positions[t] - W + 1 (the mask kv > q - W). Slots outside [first, positions[t]]
+// are never read, so stale or uninitialized cache contents there cannot leak into the result.
 #include <cmath>
 
 #include "kernels/check.h"
@@ -58,6 +59,10 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
   KESTREL_ASSIGN_OR_RETURN(double scale_attr,
                            float_attr_or(ctx, "scale", Dh > 0 ? 1.0 / std::sqrt(double(Dh)) : 1.0));
   const float scale = static_cast<float>(scale_attr);
+  KESTREL_ASSIGN_OR_RETURN(const int64_t window, int_attr_or(ctx, "window", 0));
+  if (window < 0)
+    return make_error(ErrorCode::kInvalidArgument, "{}: window {} must be 0 (unlimited) or positive", op,
+                      window);
 
   const int64_t* pos = positions.as<const int64_t>();
   for (int64_t t = 0; t < T; ++t)
@@ -66,7 +71,7 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
                         "{}: position {} (positions element {}) is outside the cache's [0, {})", op,
                         pos[t], t, C);
 
-  return AttentionDims{B, Hq, Hkv, T, C, Dh, scale};
+  return AttentionDims{B, Hq, Hkv, T, C, Dh, scale, window};
 }
 
 Status attention_kernel(KernelContext& ctx) {
@@ -88,21 +93,21 @@ Status attention_kernel(KernelContext& ctx) {
       for (int64_t t = 0; t < T; ++t) {
         const int64_t q_offset = ((b * Hq + h) * T + t) * Dh;
         const float* qi = q.as<const float>() + q_offset;
-        const int64_t last = pos[t];
+        const int64_t first = dims.first_slot(pos[t]), last = pos[t];
         float max = -INFINITY;
-        for (int64_t s = 0; s <= last; ++s) {
+        for (int64_t s = first; s <= last; ++s) {
           const float* ks = f32_values(k.dtype, k.data, kv_base + s * Dh, Dh, k_row);
           scores[s] = dot_f32(qi, ks, Dh) * scale;
           max = std::fmax(max, scores[s]);
         }
         float sum = 0.0f;
-        for (int64_t s = 0; s <= last; ++s) {
+        for (int64_t s = first; s <= last; ++s) {
           scores[s] = std::exp(scores[s] - max);
           sum += scores[s];
         }
         float* yi = out.as<float>() + q_offset;
         for (int64_t d = 0; d < Dh; ++d) yi[d] = 0.0f;
-        for (int64_t s = 0; s <= last; ++s) {
+        for (int64_t s = first; s <= last; ++s) {
           const float* vs = f32_values(v.dtype, v.data, kv_base + s * Dh, Dh, v_row);
           const float p = scores[s];
           for (int64_t d = 0; d < Dh; ++d) yi[d] += p * vs[d];

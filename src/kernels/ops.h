@@ -26,6 +26,11 @@ Status attention_kernel(KernelContext& ctx);
 struct AttentionDims {
   int64_t B, Hq, Hkv, T, C, Dh;
   float scale;
+  int64_t window;  // 0: every slot up to the position; > 0: only the last `window` of them
+  // The first cache slot query t reads: positions[t] - window + 1 (clamped at 0) or 0.
+  int64_t first_slot(int64_t position) const {
+    return window > 0 && position >= window ? position - window + 1 : 0;
+  }
 };
 Result<AttentionDims> check_attention(const KernelContext& ctx);
 Status silu_kernel(KernelContext& ctx);

@@ -1,5 +1,7 @@
-// rope: rotates pairs of x[b, h, t, :] by the angles in row positions[t] of the cos/sin tables.
-//   half:        pairs (i, i + Dh/2), HF "rotate_half" layout
+// rope: rotates pairs of x[b, h, t, :R] by the angles in row positions[t] of the cos/sin tables,
+// where R is the `rotary_dim` attribute (default Dh; partial rotary when smaller); dims R..Dh-1
+// pass through unchanged.
+//   half:        pairs (i, i + R/2), HF "rotate_half" layout
 //   interleaved: pairs (2i, 2i + 1), the original RoFormer / llama2.c layout
 #include "kernels/check.h"
 #include "kernels/convert.h"
@@ -30,9 +32,11 @@ Status rope_kernel(KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_rank(op, "x", x, 4));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   const int64_t B = x.shape[0], H = x.shape[1], T = x.shape[2], Dh = x.shape[3];
-  if (Dh % 2 != 0)
-    return make_error(ErrorCode::kInvalidArgument, "{}: x has odd head_dim {}", op, Dh);
-  const int64_t half = Dh / 2;
+  KESTREL_ASSIGN_OR_RETURN(const int64_t rotary, int_attr_or(ctx, "rotary_dim", Dh));
+  if (rotary <= 0 || rotary > Dh || rotary % 2 != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{}: rotary_dim {} must be even and in [2, head_dim {}]", op, rotary, Dh);
+  const int64_t half = rotary / 2;
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "positions", positions, {DType::kI64}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "positions", positions));
   KESTREL_RETURN_IF_ERROR(check_shape(op, "positions", positions, Shape{T}));
@@ -83,6 +87,8 @@ Status rope_kernel(KernelContext& ctx) {
         yi[i0] = x0 * c[i] - x1 * s[i];
         yi[i1] = x1 * c[i] + x0 * s[i];
       }
+      if (yi != xi)
+        for (int64_t i = rotary; i < Dh; ++i) yi[i] = xi[i];
     }
   }
   return ok_status();

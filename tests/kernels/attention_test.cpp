@@ -17,6 +17,7 @@ struct AttentionCase {
   int64_t B, Hq, Hkv, T, C, Dh;
   std::vector<int64_t> positions;
   DType cache_dtype;
+  int64_t window = 0;
 };
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
@@ -31,11 +32,11 @@ TEST_P(AttentionTest, MatchesMaskedReference) {
   auto positions = HostTensor::from_ints({p.T}, p.positions);
   HostTensor out(DType::kF32, {p.B, p.Hq, p.T, p.Dh});
   const double scale = 1.0 / std::sqrt(static_cast<double>(p.Dh));
-  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()},
-                         {{"scale", scale}})
-                  .ok());
+  program::Attrs attrs{{"scale", scale}};
+  if (p.window > 0) attrs["window"] = p.window;
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()}, attrs).ok());
   const auto want = ref::attention(q.values(), k.values(), v.values(), p.B, p.Hq, p.Hkv, p.T, p.C, p.Dh,
-                                   p.positions, scale);
+                                   p.positions, scale, p.window);
   EXPECT_TRUE(all_close(out.values(), want, 1e-5));
 }
 
@@ -47,7 +48,12 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"mha_from_zero", 1, 3, 3, 4, 4, 8, {0, 1, 2, 3}, DType::kF32},
         AttentionCase{"mqa_gaps", 1, 4, 1, 3, 20, 6, {2, 10, 19}, DType::kF32},
         AttentionCase{"f16_cache", 1, 6, 2, 5, 16, 13, {3, 4, 5, 6, 7}, DType::kF16},
-        AttentionCase{"bf16_cache", 1, 4, 2, 2, 8, 16, {6, 7}, DType::kBF16}),
+        AttentionCase{"bf16_cache", 1, 4, 2, 2, 8, 16, {6, 7}, DType::kBF16},
+        AttentionCase{"window_prefill", 1, 6, 2, 5, 16, 13, {3, 4, 5, 6, 7}, DType::kF32, 3},
+        AttentionCase{"window_decode", 2, 4, 2, 1, 32, 8, {30}, DType::kF32, 7},
+        AttentionCase{"window_one", 1, 2, 1, 3, 8, 4, {0, 5, 7}, DType::kF32, 1},
+        AttentionCase{"window_wider_than_position", 1, 4, 2, 2, 16, 8, {2, 3}, DType::kF32, 10},
+        AttentionCase{"window_f16_cache", 1, 4, 2, 4, 20, 8, {12, 13, 14, 15}, DType::kF16, 5}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Attention, IgnoresCacheSlotsPastThePosition) {
@@ -67,6 +73,31 @@ TEST(Attention, IgnoresCacheSlotsPastThePosition) {
   ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()}).ok());
   const auto want = ref::attention(q.values(), k.values(), v.values(), 1, Hq, Hkv, T, C, Dh, pos, 0.5);
   EXPECT_TRUE(all_close(out.values(), want, 1e-5));
+}
+
+TEST(Attention, WindowIgnoresSlotsBeforeIt) {
+  // With window W, query at position p reads slots p-W+1 .. p only: NaN anywhere else is harmless.
+  const int64_t Hq = 2, Hkv = 1, T = 2, C = 12, Dh = 4, W = 3;
+  const std::vector<int64_t> pos{6, 7};
+  auto kf = random_floats(Hkv * C * Dh, 57);
+  auto vf = random_floats(Hkv * C * Dh, 58);
+  for (int64_t s = 0; s < C; ++s)
+    if (s < 4 || s > 7)
+      for (int64_t d = 0; d < Dh; ++d) kf[s * Dh + d] = vf[s * Dh + d] = std::numeric_limits<float>::quiet_NaN();
+  auto q = HostTensor::from_floats(DType::kF32, {1, Hq, T, Dh}, random_floats(Hq * T * Dh, 59));
+  auto k = HostTensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kf);
+  auto v = HostTensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, vf);
+  auto positions = HostTensor::from_ints({T}, pos);
+  HostTensor out(DType::kF32, {1, Hq, T, Dh});
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()},
+                         {{"scale", 0.5}, {"window", W}})
+                  .ok());
+  const auto want = ref::attention(q.values(), k.values(), v.values(), 1, Hq, Hkv, T, C, Dh, pos, 0.5, W);
+  EXPECT_TRUE(all_close(out.values(), want, 1e-5));
+  HostTensor k_ok(DType::kF32, {1, Hkv, C, Dh});
+  EXPECT_TRUE(fails_with(run_kernel("attention", {q.view(), k_ok.view(), k_ok.view(), positions.view()},
+                                    {out.view()}, {{"window", int64_t{-1}}}),
+                         ErrorCode::kInvalidArgument, {"attention", "window -1"}));
 }
 
 TEST(Attention, FirstPositionAttendsOnlyToSlotZero) {

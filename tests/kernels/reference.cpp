@@ -88,9 +88,9 @@ Vec layer_norm(const Vec& x, int64_t D, const Vec& weight, const Vec& bias, doub
 
 // Each pair is a complex number multiplied by e^{i theta} = cos + i sin.
 Vec rope(const Vec& x, int64_t BH, int64_t T, int64_t Dh, const std::vector<int64_t>& positions,
-         const Vec& cos, const Vec& sin, const std::string& style) {
-  Vec out(x.size());
-  const int64_t half = Dh / 2;
+         const Vec& cos, const Vec& sin, const std::string& style, int64_t rotary_dim) {
+  Vec out(x);  // dims past the rotary ones keep their values
+  const int64_t half = (rotary_dim > 0 ? rotary_dim : Dh) / 2;
   for (int64_t bh = 0; bh < BH; ++bh)
     for (int64_t t = 0; t < T; ++t) {
       const int64_t row = (bh * T + t) * Dh;
@@ -127,7 +127,8 @@ Vec softmax(const Vec& x, const Dims& dims, int axis) {
 
 // Full scores over all C slots with an explicit -inf mask, then a plain softmax.
 Vec attention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t Hq, int64_t Hkv,
-              int64_t T, int64_t C, int64_t Dh, const std::vector<int64_t>& positions, double scale) {
+              int64_t T, int64_t C, int64_t Dh, const std::vector<int64_t>& positions, double scale,
+              int64_t window) {
   Vec out(B * Hq * T * Dh);
   const int64_t heads_per_kv = Hq / Hkv;
   for (int64_t b = 0; b < B; ++b)
@@ -136,7 +137,7 @@ Vec attention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t Hq, i
       for (int64_t t = 0; t < T; ++t) {
         Vec scores(C);
         for (int64_t s = 0; s < C; ++s) {
-          if (s > positions[t]) {
+          if (s > positions[t] || (window > 0 && s <= positions[t] - window)) {
             scores[s] = -std::numeric_limits<double>::infinity();
             continue;
           }

@@ -21,14 +21,17 @@ Vec embedding(const Vec& table, int64_t D, const std::vector<int64_t>& ids);
 // x [rows, D]
 Vec rms_norm(const Vec& x, int64_t D, const Vec& weight, double eps);
 Vec layer_norm(const Vec& x, int64_t D, const Vec& weight, const Vec& bias, double eps);
-// x [B, H, T, Dh]; cos/sin [P, Dh/2]; style "half" or "interleaved"
+// x [B, H, T, Dh]; cos/sin [P, R/2] with R = rotary_dim (0: Dh); style "half" or
+// "interleaved"; dims R..Dh-1 pass through.
 Vec rope(const Vec& x, int64_t BH, int64_t T, int64_t Dh, const std::vector<int64_t>& positions,
-         const Vec& cos, const Vec& sin, const std::string& style);
+         const Vec& cos, const Vec& sin, const std::string& style, int64_t rotary_dim = 0);
 // softmax along `axis` of a tensor with `dims`
 Vec softmax(const Vec& x, const Dims& dims, int axis);
-// q [B, Hq, T, Dh], k/v [B, Hkv, C, Dh]
+// q [B, Hq, T, Dh], k/v [B, Hkv, C, Dh]; window > 0: slot s is visible to query t only when
+// positions[t] - window < s (transformers' sliding mask kv_idx > q_idx - sliding_window).
 Vec attention(const Vec& q, const Vec& k, const Vec& v, int64_t B, int64_t Hq, int64_t Hkv,
-              int64_t T, int64_t C, int64_t Dh, const std::vector<int64_t>& positions, double scale);
+              int64_t T, int64_t C, int64_t Dh, const std::vector<int64_t>& positions, double scale,
+              int64_t window = 0);
 double silu(double x);
 double gelu_erf(double x);
 double gelu_tanh(double x);

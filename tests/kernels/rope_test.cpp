@@ -82,6 +82,29 @@ TEST(Rope, PairLayoutsDiffer) {
   EXPECT_EQ(y.values(), (std::vector<double>{-2, 1, 3, 4}));
 }
 
+// Partial rotary (Phi-3 / Phi-4-mini): the first R dims rotate in the chosen layout, the rest
+// pass through, in place or not.
+TEST_P(RopeTest, PartialRotaryLeavesTheTailAlone) {
+  const auto& [style, table_dtype] = GetParam();
+  const int64_t B = 1, H = 2, T = 3, Dh = 16, R = 12, P = 9, half = R / 2;
+  const std::vector<int64_t> pos{8, 0, 5};
+  auto [c, s] = tables(P, half);
+  auto cos = HostTensor::from_floats(table_dtype, {P, half}, c);
+  auto sin = HostTensor::from_floats(table_dtype, {P, half}, s);
+  auto x = HostTensor::from_floats(DType::kF32, {B, H, T, Dh}, random_floats(B * H * T * Dh, 41));
+  auto positions = HostTensor::from_ints({T}, pos);
+  const program::Attrs attrs{{"style", style}, {"rotary_dim", R}};
+  HostTensor y(DType::kF32, {B, H, T, Dh});
+  ASSERT_TRUE(run_kernel("rope", {x.view(), positions.view(), cos.view(), sin.view()}, {y.view()}, attrs).ok());
+  const auto want = ref::rope(x.values(), B * H, T, Dh, pos, cos.values(), sin.values(), style, R);
+  EXPECT_TRUE(all_close(y.values(), want, 1e-5));
+  const auto input = x.values();
+  for (int64_t row = 0; row < B * H * T; ++row)
+    for (int64_t d = R; d < Dh; ++d) EXPECT_EQ(y.values()[row * Dh + d], input[row * Dh + d]);
+  ASSERT_TRUE(run_kernel("rope", {x.view(), positions.view(), cos.view(), sin.view()}, {x.view()}, attrs).ok());
+  EXPECT_TRUE(all_close(x.values(), want, 1e-5));
+}
+
 TEST(Rope, PositionOutOfRangeIsNamed) {
   const int64_t P = 4;
   HostTensor x(DType::kF32, {1, 2, 2, 4});
@@ -117,7 +140,14 @@ TEST(Rope, RejectsBadStyleShapesAndDtypes) {
                          {"rope", "cos has shape [4, 4], expected [4, 2]"}));
   HostTensor x_odd(DType::kF32, {1, 2, 2, 5});
   EXPECT_TRUE(fails_with(run(x_odd.view(), positions.view(), cos.view(), half), ErrorCode::kInvalidArgument,
-                         {"rope", "odd head_dim 5"}));
+                         {"rope", "rotary_dim 5 must be even"}));
+  for (int64_t rotary : {0, 3, 6})
+    EXPECT_TRUE(fails_with(run(x.view(), positions.view(), cos.view(), {{"style", std::string("half")},
+                                                                         {"rotary_dim", rotary}}),
+                           ErrorCode::kInvalidArgument, {"rope", "rotary_dim " + std::to_string(rotary)}));
+  EXPECT_TRUE(fails_with(run(x.view(), positions.view(), cos.view(), {{"style", std::string("half")},
+                                                                       {"rotary_dim", int64_t{2}}}),
+                         ErrorCode::kInvalidArgument, {"rope", "cos has shape [4, 2], expected [4, 1]"}));
   HostTensor x3(DType::kF32, {2, 2, 4});
   EXPECT_TRUE(fails_with(run(x3.view(), positions.view(), cos.view(), half), ErrorCode::kInvalidArgument,
                          {"rope", "x has rank 3"}));

@@ -39,8 +39,9 @@ Status attention(KernelContext& ctx, const Config& config) {
     const int64_t kv_base = ((b * Hkv) + h / group) * C * Dh;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t q_offset = ((b * Hq + h) * T + t) * Dh;
-      attention_row_avx2(qs + q_offset, ks + kv_base, vs + kv_base, pos[t] + 1, Dh, scale, scores.data(),
-                         ys + q_offset);
+      const int64_t first = dims.first_slot(pos[t]);  // sliding window: later slots only
+      attention_row_avx2(qs + q_offset, ks + kv_base + first * Dh, vs + kv_base + first * Dh, pos[t] + 1 - first, Dh,
+                         scale, scores.data(), ys + q_offset);
     }
   });
   return ok_status();
