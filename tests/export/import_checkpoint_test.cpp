@@ -485,11 +485,15 @@ TEST(ImportConfig, ErrorsNameTheKey) {
       {"{" + base + R"(, "hidden_size": 8, "rope_scaling": {"rope_type": "yarn", "factor": 2}})",
        "rope_scaling: type 'yarn' is not supported"},
       {"{" + base + R"(, "hidden_size": 8, "rope_scaling": {"rope_type": "llama3"}})",
-       "rope_scaling: missing key 'factor'"},
+       "rope_scaling: type 'llama3' needs factor, low_freq_factor, high_freq_factor, "
+       "original_max_position_embeddings (missing: factor, low_freq_factor, high_freq_factor, "
+       "original_max_position_embeddings)"},
+      {"{" + base + R"(, "hidden_size": 8, "rope_scaling": {"rope_type": "llama3", "factor": 8}})",
+       "(missing: low_freq_factor, high_freq_factor, original_max_position_embeddings)"},
       {"{" + base + R"(, "hidden_size": 8, "eos_token_id": "x"})", "key 'eos_token_id' must be an integer or a list"},
       {"{" + base + R"(, "hidden_size": 8, "eos_token_id": 100})", "eos_token_id 100 is outside the vocabulary"},
       {"{" + base + R"(, "hidden_size": 8, "tie_word_embeddings": 1})", "key 'tie_word_embeddings' must be true or false"},
-      {"{" + base + R"(, "hidden_size": 8, "mlp_bias": true})", "mlp_bias"},
+      {"{" + base + R"(, "hidden_size": 8, "hidden_act": "relu"})", "hidden_act = \"relu\" is not supported"},
       {"{" + base + R"(, "hidden_size": 8,})", "invalid JSON"},
       {"[1, 2]", "must hold a JSON object"},
   };
@@ -505,7 +509,8 @@ TEST(ImportConfig, ErrorsNameTheKey) {
   EXPECT_EQ(arch.error().code(), ErrorCode::kUnsupported);
   EXPECT_EQ(arch.error().message(),
             "config.json: architecture 'GPT2LMHeadModel' is not supported (supported: "
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
+            "Phi3ForCausalLM, SmolLM3ForCausalLM)");
   auto gen = parse_hf_config("{" + base + R"(, "hidden_size": 8})", "{oops");
   ASSERT_FALSE(gen.ok());
   EXPECT_NE(gen.error().message().find("generation_config.json: invalid JSON"), std::string::npos);

@@ -55,6 +55,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;        // q/k/v projections carry a bias
   bool o_proj_bias = false;           // the output projection carries a bias
+  bool mlp_bias = false;              // gate, up and down projections carry a bias
   std::string hidden_act = "silu";    // "silu" | "gelu" (erf) | "gelu_tanh"
   std::string rope_style = "half";    // "half" (Hugging Face) | "interleaved" (llama2.c)
   int64_t bos_id = -1;                // -1: none

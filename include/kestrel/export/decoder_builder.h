@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "kestrel/core/result.h"
 #include "kestrel/export/checkpoint.h"
@@ -28,13 +29,22 @@ class WeightCache {
       : checkpoint_(checkpoint), matrix_dtype_(matrix_dtype) {}
   // The tensor in `dtype`: a view into the mapped checkpoint when no conversion is needed.
   Result<std::shared_ptr<const ConstantData>> get(const std::string& name, DType dtype);
+  // Rows [begin, begin + count) of a tensor (its first dimension), in `dtype`: the parts of a
+  // fused projection.
+  Result<std::shared_ptr<const ConstantData>> get_rows(const std::string& name, int64_t begin, int64_t count,
+                                                       DType dtype);
+  // An RMSNorm weight in f32, as 1 + weight when `plus_one` (Gemma's norms).
+  Result<std::shared_ptr<const ConstantData>> get_norm(const std::string& name, bool plus_one);
   DType matrix_dtype() const { return matrix_dtype_; }
   const Checkpoint& checkpoint() const { return checkpoint_; }
 
  private:
+  using Key = std::tuple<std::string, int64_t, int64_t, DType, bool>;  // name, rows, dtype, plus one
+  Result<std::shared_ptr<const ConstantData>> convert(const CheckpointTensor& tensor, DType dtype);
+
   const Checkpoint& checkpoint_;
   DType matrix_dtype_;
-  std::map<std::pair<std::string, DType>, std::shared_ptr<const ConstantData>> cache_;
+  std::map<Key, std::shared_ptr<const ConstantData>> cache_;
 };
 
 Result<Graph> build_decoder_graph(WeightCache& weights, const DecoderOptions& options);

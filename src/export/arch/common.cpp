@@ -25,6 +25,7 @@ std::vector<ConfigField> common_fields(json vocab_size, json max_position_embedd
       {"rope_scaling", json()},
       {"rope_parameters", json()},
       {"partial_rotary_factor", 1.0},
+      {"original_max_position_embeddings", nullptr},  // longrope's pretraining context
       {"tie_word_embeddings", std::move(tie_word_embeddings)},
   };
 }
@@ -170,9 +171,12 @@ Status read_rope(const ConfigReader& r, ModelConfig& c, const RopeOptions& optio
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta))
     return make_error(ErrorCode::kInvalidArgument, "{}: rope_theta must be positive, got {}", r.source(), c.rope_theta);
 
+  // longrope's pretraining context: the config's top-level key (Phi-3 declares a default),
+  // else max_position_embeddings, as transformers falls back.
   int64_t original = c.max_position_embeddings;
-  if (r.has("original_max_position_embeddings")) {
-    KESTREL_ASSIGN_OR_RETURN(original, r.positive("original_max_position_embeddings", kMaxPositions));
+  const std::string original_key = "original_max_position_embeddings";
+  if (r.has(original_key) || !r.declared_default(original_key).is_null()) {
+    KESTREL_ASSIGN_OR_RETURN(original, r.positive(original_key, kMaxPositions));
   }
   if (const json* scaling = r.find("rope_scaling")) {
     KESTREL_ASSIGN_OR_RETURN(c.rope_scaling, parse_rope_scaling(*scaling, r.source() + ": rope_scaling",

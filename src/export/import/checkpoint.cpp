@@ -5,6 +5,7 @@
 
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/export/architecture.h"
 
 namespace kestrel::exporter {
 
@@ -52,39 +53,61 @@ const std::vector<uint8_t>& Checkpoint::tokenizer_bytes() const { return impl_->
 
 std::string Checkpoint::source() const { return impl_->source; }
 
-const std::vector<std::string>& supported_hf_architectures() {
-  static const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                          "Qwen2ForCausalLM"};
-  return kArchitectures;
-}
-
-std::string layer_tensor_name(int64_t layer, std::string_view suffix) {
-  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+std::string layer_tensor_name(const ModelConfig& config, int64_t layer, std::string_view suffix) {
+  const Architecture* architecture = find_architecture(config.architecture);
+  const TensorNames names = architecture != nullptr ? architecture->names : TensorNames{};
+  return names.layer(layer, std::string(suffix));
 }
 
 std::vector<TensorRequirement> required_tensors(const ModelConfig& c) {
-  const int64_t q_dim = c.num_heads * c.head_dim;
-  const int64_t kv_dim = c.num_kv_heads * c.head_dim;
+  const Architecture* architecture = find_architecture(c.architecture);
+  if (architecture == nullptr) return {};
+  const TensorNames& n = architecture->names;
+  const DecoderFeatures& f = architecture->features;
+  const int64_t D = c.hidden_size, F = c.intermediate_size, Dh = c.head_dim;
+  const int64_t q_dim = c.num_heads * Dh, kv_dim = c.num_kv_heads * Dh;
   std::vector<TensorRequirement> out;
-  out.push_back({"model.embed_tokens.weight", {c.vocab_size, c.hidden_size}});
+  const auto add = [&](std::string name, std::vector<int64_t> shape, TensorKind kind) {
+    out.push_back({std::move(name), std::move(shape), kind});
+  };
+  // A projection: weight [rows, cols], and a bias [rows] when it has one.
+  const auto projection = [&](int64_t layer, const std::string& name, int64_t rows, int64_t cols, bool bias) {
+    add(n.layer(layer, name + ".weight"), {rows, cols}, TensorKind::kMatrix);
+    if (bias) add(n.layer(layer, name + ".bias"), {rows}, TensorKind::kBias);
+  };
+  add(n.embedding, {c.vocab_size, D}, TensorKind::kMatrix);
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    out.push_back({layer_tensor_name(i, "input_layernorm.weight"), {c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "self_attn.q_proj.weight"), {q_dim, c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "self_attn.k_proj.weight"), {kv_dim, c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "self_attn.v_proj.weight"), {kv_dim, c.hidden_size}});
-    if (c.attention_bias) {
-      out.push_back({layer_tensor_name(i, "self_attn.q_proj.bias"), {q_dim}});
-      out.push_back({layer_tensor_name(i, "self_attn.k_proj.bias"), {kv_dim}});
-      out.push_back({layer_tensor_name(i, "self_attn.v_proj.bias"), {kv_dim}});
+    add(n.layer(i, n.attn_norm), {D}, TensorKind::kNorm);
+    if (!n.qkv.empty()) {
+      projection(i, n.qkv, q_dim + 2 * kv_dim, D, c.attention_bias);
+    } else {
+      add(n.layer(i, n.q + ".weight"), {q_dim, D}, TensorKind::kMatrix);
+      add(n.layer(i, n.k + ".weight"), {kv_dim, D}, TensorKind::kMatrix);
+      add(n.layer(i, n.v + ".weight"), {kv_dim, D}, TensorKind::kMatrix);
+      if (c.attention_bias) {
+        add(n.layer(i, n.q + ".bias"), {q_dim}, TensorKind::kBias);
+        add(n.layer(i, n.k + ".bias"), {kv_dim}, TensorKind::kBias);
+        add(n.layer(i, n.v + ".bias"), {kv_dim}, TensorKind::kBias);
+      }
     }
-    out.push_back({layer_tensor_name(i, "self_attn.o_proj.weight"), {c.hidden_size, q_dim}});
-    out.push_back({layer_tensor_name(i, "post_attention_layernorm.weight"), {c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "mlp.gate_proj.weight"), {c.intermediate_size, c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "mlp.up_proj.weight"), {c.intermediate_size, c.hidden_size}});
-    out.push_back({layer_tensor_name(i, "mlp.down_proj.weight"), {c.hidden_size, c.intermediate_size}});
+    if (f.qk_norm) {
+      add(n.layer(i, n.q_norm), {Dh}, TensorKind::kNorm);
+      add(n.layer(i, n.k_norm), {Dh}, TensorKind::kNorm);
+    }
+    projection(i, n.o, D, q_dim, c.o_proj_bias);
+    if (f.sandwich_norms) add(n.layer(i, n.post_attn_norm), {D}, TensorKind::kNorm);
+    add(n.layer(i, n.ffn_norm), {D}, TensorKind::kNorm);
+    if (!n.gate_up.empty()) {
+      projection(i, n.gate_up, 2 * F, D, c.mlp_bias);
+    } else {
+      projection(i, n.gate, F, D, c.mlp_bias);
+      projection(i, n.up, F, D, c.mlp_bias);
+    }
+    projection(i, n.down, D, F, c.mlp_bias);
+    if (f.sandwich_norms) add(n.layer(i, n.post_ffn_norm), {D}, TensorKind::kNorm);
   }
-  out.push_back({"model.norm.weight", {c.hidden_size}});
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}});
+  add(n.final_norm, {D}, TensorKind::kNorm);
+  if (!c.tie_word_embeddings) add(n.lm_head, {c.vocab_size, D}, TensorKind::kMatrix);
   return out;
 }
 
@@ -114,9 +137,13 @@ Status validate_required_tensors(const Checkpoint::Impl& impl) {
                         req.name, shape_string(req.shape));
     KESTREL_RETURN_IF_ERROR(check_weight(impl, it->second, req.shape));
   }
+  const Architecture* architecture = find_architecture(impl.config.architecture);
+  if (architecture == nullptr)
+    return make_error(ErrorCode::kInternal, "checkpoint '{}': architecture '{}' is not in the table", impl.source,
+                      impl.config.architecture);
   if (impl.config.tie_word_embeddings) {
     // Some tied checkpoints still store lm_head.weight; it must at least be well formed.
-    const auto it = impl.tensors.find("lm_head.weight");
+    const auto it = impl.tensors.find(architecture->names.lm_head);
     if (it != impl.tensors.end())
       KESTREL_RETURN_IF_ERROR(
           check_weight(impl, it->second, {impl.config.vocab_size, impl.config.hidden_size}));

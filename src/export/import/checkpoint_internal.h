@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,13 @@ namespace kestrel::exporter::import {
 // the file in errors. Entries' bytes point into `file`.
 Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file,
                                                    const std::string& label);
+
+// Parses `text` as a JSON object; `source` names the file in errors.
+Result<nlohmann::json> parse_json_object(std::string_view text, const std::string& source);
+
+// Refuses a config whose num_hidden_layers exceeds the layers the checkpoint holds tensors for,
+// before anything proportional to the layer count is built.
+Status check_layer_count(const Checkpoint::Impl& impl, const std::string& config_source);
 
 // Reads a whole small file (config, tokenizer) into memory.
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);

@@ -6,9 +6,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "export/arch/common.h"
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/core/log.h"
+#include "kestrel/export/architecture.h"
 
 namespace kestrel::exporter::import {
 
@@ -26,7 +28,7 @@ int32_t read_i32(const uint8_t* p) {
 // One block of the weight file: `layers` consecutive tensors of `shape` (1 for global ones).
 struct Block {
   const char* label;     // llama2.c's name for the block
-  const char* suffix;    // canonical name (per layer suffix when layered); null: skipped
+  std::string name;      // tensor name (per layer suffix when layered); empty: skipped
   bool layered;
   std::vector<int64_t> shape;
 };
@@ -97,6 +99,12 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
     if (h[i] <= 0)
       return make_error(ErrorCode::kCorrupt, "{}: header field {} = {} must be positive "
                         "(is this a llama2.c .bin checkpoint?)", label, kFields[i], h[i]);
+  const int64_t kBounds[] = {arch::kMaxHidden, arch::kMaxIntermediate, arch::kMaxLayers, arch::kMaxHeads,
+                             arch::kMaxHeads, arch::kMaxVocab, arch::kMaxPositions};
+  for (int i = 0; i < 7; ++i)
+    if (h[i] > kBounds[i])
+      return make_error(ErrorCode::kCorrupt, "{}: header field {} = {} is implausibly large (at most {})", label,
+                        kFields[i], h[i], kBounds[i]);
   ModelConfig c;
   c.architecture = "llama2c";
   c.hidden_size = h[0];
@@ -119,26 +127,30 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
   c.attention_bias = false;
   c.hidden_act = "silu";
   c.rope_style = "interleaved";
+  c.rotary_dim = c.head_dim;
+  c.layers.assign(static_cast<size_t>(c.num_layers), LayerSpec{});
   c.bos_id = 1;
   c.eos_ids = {2};
 
   const int64_t D = c.hidden_size, H = c.intermediate_size, kv = c.num_kv_heads * c.head_dim;
+  // run.c's block order, named by the architecture table (the Llama names).
+  const TensorNames& n = find_architecture(c.architecture)->names;
   std::vector<Block> blocks = {
-      {"token_embedding_table", "model.embed_tokens.weight", false, {c.vocab_size, D}},
-      {"rms_att_weight", "input_layernorm.weight", true, {D}},
-      {"wq", "self_attn.q_proj.weight", true, {D, D}},
-      {"wk", "self_attn.k_proj.weight", true, {kv, D}},
-      {"wv", "self_attn.v_proj.weight", true, {kv, D}},
-      {"wo", "self_attn.o_proj.weight", true, {D, D}},
-      {"rms_ffn_weight", "post_attention_layernorm.weight", true, {D}},
-      {"w1", "mlp.gate_proj.weight", true, {H, D}},
-      {"w2", "mlp.down_proj.weight", true, {D, H}},
-      {"w3", "mlp.up_proj.weight", true, {H, D}},
-      {"rms_final_weight", "model.norm.weight", false, {D}},
-      {"freq_cis_real", nullptr, false, {c.max_position_embeddings, c.head_dim / 2}},
-      {"freq_cis_imag", nullptr, false, {c.max_position_embeddings, c.head_dim / 2}},
+      {"token_embedding_table", n.embedding, false, {c.vocab_size, D}},
+      {"rms_att_weight", n.attn_norm, true, {D}},
+      {"wq", n.q + ".weight", true, {D, D}},
+      {"wk", n.k + ".weight", true, {kv, D}},
+      {"wv", n.v + ".weight", true, {kv, D}},
+      {"wo", n.o + ".weight", true, {D, D}},
+      {"rms_ffn_weight", n.ffn_norm, true, {D}},
+      {"w1", n.gate + ".weight", true, {H, D}},
+      {"w2", n.down + ".weight", true, {D, H}},
+      {"w3", n.up + ".weight", true, {H, D}},
+      {"rms_final_weight", n.final_norm, false, {D}},
+      {"freq_cis_real", "", false, {c.max_position_embeddings, c.head_dim / 2}},
+      {"freq_cis_imag", "", false, {c.max_position_embeddings, c.head_dim / 2}},
   };
-  if (!shared_classifier) blocks.push_back({"wcls", "lm_head.weight", false, {c.vocab_size, D}});
+  if (!shared_classifier) blocks.push_back({"wcls", n.lm_head, false, {c.vocab_size, D}});
 
   auto impl = std::make_shared<Checkpoint::Impl>();
   impl->source = path;
@@ -151,9 +163,9 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
         return make_error(ErrorCode::kCorrupt, "{}: block {} size overflows", label, block.label);
     const int64_t count = block.layered ? c.num_layers : 1;
     for (int64_t layer = 0; layer < count; ++layer) {
-      const std::string name = block.suffix == nullptr ? std::string(block.label)
-                               : block.layered          ? layer_tensor_name(layer, block.suffix)
-                                                        : std::string(block.suffix);
+      const std::string name = block.name.empty() ? std::string(block.label)
+                               : block.layered    ? n.layer(layer, block.name)
+                                                  : block.name;
       uint64_t end;
       if (__builtin_add_overflow(offset, bytes, &end) || end > file.size()) {
         const std::string where =
@@ -163,7 +175,7 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
                           "{} bytes",
                           label, name, where, offset, offset + bytes, file.size());
       }
-      if (block.suffix != nullptr) {
+      if (!block.name.empty()) {
         TensorEntry entry;
         entry.name = name;
         entry.file = label;
