@@ -94,8 +94,9 @@ Status run_export(const ExportArgs& args) {
   checkpoint_options.tokenizer_path = args.tokenizer;
   KESTREL_ASSIGN_OR_RETURN(auto checkpoint, exporter::load_checkpoint(args.checkpoint, checkpoint_options));
   const auto& config = checkpoint.config();
-  progress(fmt::format("{}: {} layers, hidden {}, {} heads ({} kv), vocab {}", config.architecture, config.num_layers,
-                       config.hidden_size, config.num_heads, config.num_kv_heads, config.vocab_size));
+  progress(fmt::format("architecture {}: {} layers, hidden {}, {} heads ({} kv, head_dim {}), vocab {}",
+                       config.architecture, config.num_layers, config.hidden_size, config.num_heads,
+                       config.num_kv_heads, config.head_dim, config.vocab_size));
 
   exporter::ExportReport report;
   KESTREL_ASSIGN_OR_RETURN(auto program, exporter::export_program(checkpoint, options, &report));

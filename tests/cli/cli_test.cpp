@@ -31,6 +31,7 @@ class Cli : public ::testing::Test {
     auto exported = run({"export", path("model"), "-o", path("model.kst"), "--prefill-step", "8", "--max-context",
                          "128"});
     ASSERT_EQ(exported.exit_code, 0) << exported.err;
+    EXPECT_NE(exported.err.find("architecture LlamaForCausalLM"), std::string::npos) << exported.err;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 

@@ -518,6 +518,8 @@ TEST(ImportConfig, ErrorsNameTheKey) {
 
 TEST(ImportConfig, RequiredTensorsFollowTheConfig) {
   ModelConfig c;
+  EXPECT_TRUE(required_tensors(c).empty());  // no architecture, no names
+  c.architecture = "LlamaForCausalLM";
   c.vocab_size = 10;
   c.hidden_size = 8;
   c.intermediate_size = 12;
@@ -528,6 +530,10 @@ TEST(ImportConfig, RequiredTensorsFollowTheConfig) {
   c.attention_bias = true;
   auto reqs = required_tensors(c);
   EXPECT_EQ(reqs.size(), 1u + 2 * 12 + 1 + 1);
+  c.o_proj_bias = true;
+  c.mlp_bias = true;
+  EXPECT_EQ(required_tensors(c).size(), 1u + 2 * (12 + 4) + 1 + 1);
+  c.o_proj_bias = c.mlp_bias = false;
   EXPECT_EQ(reqs.front().name, "model.embed_tokens.weight");
   EXPECT_EQ(reqs.back().name, "lm_head.weight");
   bool found = false;

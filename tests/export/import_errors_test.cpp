@@ -208,7 +208,8 @@ TEST_F(ImportHfErrors, ConfigProblems) {
   ErrorCode code;
   EXPECT_CONTAINS(load_error(dir_, {}, &code),
                   "config.json: architecture 'GPTNeoXForCausalLM' is not supported (supported: "
-                  "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+                  "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, "
+                  "Phi3ForCausalLM, SmolLM3ForCausalLM)");
   EXPECT_EQ(code, ErrorCode::kUnsupported);
 
   write_text(file("config.json"), good.substr(0, good.size() / 2));

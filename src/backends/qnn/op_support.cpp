@@ -136,6 +136,12 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     const std::string* style = string_attr(node, "style");
     const std::string s = style ? *style : "half";
     if (s != "half" && s != "interleaved") return unsupported(node, fmt::format("rope style '{}'", s));
+    // Partial rotary (rotary_dim < head_dim) is not in the QNN lowering: keep it portable.
+    if (auto it = node.attrs.find("rotary_dim"); it != node.attrs.end()) {
+      const auto* dims = std::get_if<int64_t>(&it->second);
+      if (dims == nullptr || in(0).shape.size() != 4 || *dims != in(0).shape[3])
+        return unsupported(node, "partial rotary (rotary_dim)");
+    }
   } else if (node.op == "gelu") {
     const std::string* approximate = string_attr(node, "approximate");
     if (approximate && *approximate != "none" && *approximate != "tanh") {
@@ -149,6 +155,11 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     }
     if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
       return unsupported(node, fmt::format("Hq {} is not a multiple of Hkv {}", q.shape[1], k.shape[1]));
+    }
+    // The sliding-window mask is not in the QNN lowering: keep windowed attention portable.
+    if (auto it = node.attrs.find("window"); it != node.attrs.end()) {
+      const auto* window = std::get_if<int64_t>(&it->second);
+      if (window == nullptr || *window != 0) return unsupported(node, "sliding window");
     }
   } else if (node.op == "index_copy") {
     if (in(0).dtype != in(2).dtype) {
