@@ -11,7 +11,7 @@ namespace kestrel::exporter::arch {
 namespace {
 
 Status read(const ConfigReader& r, ModelConfig& c) {
-  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c, /*reads_head_dim=*/false));
+  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c, /*reads_head_dim=*/true));
   KESTREL_RETURN_IF_ERROR(read_rope(r, c));
   KESTREL_RETURN_IF_ERROR(read_activation(r, "hidden_act", c));
   KESTREL_ASSIGN_OR_RETURN(c.attention_bias, r.boolean("attention_bias"));
@@ -45,6 +45,7 @@ const Architecture& smollm3() {
     a.name = "SmolLM3ForCausalLM";
     a.model_types = {"smollm3"};
     a.fields = common_fields(128256, 32768, 1e-6, 2000000.0, true);
+    a.fields.push_back({"head_dim", nullptr});  // default hidden_size / num_attention_heads
     a.fields.push_back({"hidden_act", "silu"});
     a.fields.push_back({"attention_bias", false});
     a.fields.push_back({"mlp_bias", false});
