@@ -13,6 +13,7 @@
 #include "kestrel/export/architecture.h"
 #include "kestrel/export/checkpoint.h"
 #include "kestrel/export/rope_tables.h"
+#include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
 
 namespace kestrel::exporter {
@@ -274,21 +275,7 @@ TEST(ArchitectureSizes, HugeValuesAreReportedAsWritten) {
                   "key 'hidden_size' = 1099511627776 is implausibly large");
 }
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "kestrel_arch_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
+using testing::ScratchDir;
 
 void replace_in_file(const std::string& path, const std::string& from, const std::string& to) {
   std::ifstream in(path);

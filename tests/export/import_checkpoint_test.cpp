@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "kestrel/export/checkpoint.h"
+#include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
 
 namespace kestrel::exporter {
@@ -23,22 +24,7 @@ using fixtures::FixtureConfig;
 // FNV-1a over the bytes of the default FixtureConfig's tensors.
 constexpr uint64_t kGoldenFixtureHash = 0x6269b1823ee7e002ull;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kestrel_import_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = testing::ScratchDir;
 
 // llama2.c tokenizer.bin: max_token_length, then per token a float score, an int32 length, bytes.
 std::vector<uint8_t> make_tokenizer_bin(int64_t vocab_size) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "kestrel/export/checkpoint.h"
+#include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
 
 namespace kestrel::exporter {
@@ -16,21 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using fixtures::FixtureConfig;
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "kestrel_import_err_XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
+using testing::ScratchDir;
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -10,40 +10,41 @@ namespace kestrel::exporter::arch {
 
 using nlohmann::json;
 
-std::vector<ConfigField> common_fields(json vocab_size, json max_position_embeddings, json rms_norm_eps,
-                                       json rope_theta, json tie_word_embeddings) {
+std::vector<ConfigField> common_fields(const CommonDefaults& d) {
   return {
-      {"vocab_size", std::move(vocab_size)},
+      {"vocab_size", d.vocab_size},
       {"hidden_size", json()},
       {"intermediate_size", json()},
       {"num_hidden_layers", json()},
       {"num_attention_heads", json()},
       {"num_key_value_heads", json()},
-      {"max_position_embeddings", std::move(max_position_embeddings)},
-      {"rms_norm_eps", std::move(rms_norm_eps)},
-      {"rope_theta", std::move(rope_theta)},
+      {"head_dim", d.head_dim},
+      {"max_position_embeddings", d.max_position_embeddings},
+      {"rms_norm_eps", d.rms_norm_eps},
+      {"rope_theta", d.rope_theta},
       {"rope_scaling", json()},
       {"rope_parameters", json()},
       {"partial_rotary_factor", 1.0},
       {"original_max_position_embeddings", nullptr},  // longrope's pretraining context
-      {"tie_word_embeddings", std::move(tie_word_embeddings)},
+      {"tie_word_embeddings", d.tie_word_embeddings},
+      {d.activation_key, d.activation},
   };
 }
 
-Status read_dimensions(const ConfigReader& r, ModelConfig& c, bool reads_head_dim) {
+Status read_dimensions(const ConfigReader& r, ModelConfig& c) {
   KESTREL_ASSIGN_OR_RETURN(c.vocab_size, r.positive("vocab_size", kMaxVocab));
   KESTREL_ASSIGN_OR_RETURN(c.hidden_size, r.positive("hidden_size", kMaxHidden));
   KESTREL_ASSIGN_OR_RETURN(c.intermediate_size, r.positive("intermediate_size", kMaxIntermediate));
   KESTREL_ASSIGN_OR_RETURN(c.num_layers, r.positive("num_hidden_layers", kMaxLayers));
   KESTREL_ASSIGN_OR_RETURN(c.num_heads, r.positive("num_attention_heads", kMaxHeads));
   KESTREL_ASSIGN_OR_RETURN(c.num_kv_heads, r.positive("num_key_value_heads", kMaxHeads, c.num_heads));
-  if (reads_head_dim && (r.has("head_dim") || !r.declared_default("head_dim").is_null())) {
+  if (r.has("head_dim") || !r.declared_default("head_dim").is_null()) {
     KESTREL_ASSIGN_OR_RETURN(c.head_dim, r.positive("head_dim", kMaxHeadDim));
   } else {
     if (c.hidden_size % c.num_heads != 0)
       return make_error(ErrorCode::kInvalidArgument,
-                        "{}: hidden_size {} is not a multiple of num_attention_heads {}{}", r.source(), c.hidden_size,
-                        c.num_heads, reads_head_dim ? " (and no head_dim is given)" : "");
+                        "{}: hidden_size {} is not a multiple of num_attention_heads {} (and no head_dim is given)",
+                        r.source(), c.hidden_size, c.num_heads);
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (c.num_heads % c.num_kv_heads != 0)
@@ -230,6 +231,31 @@ Status read_activation(const ConfigReader& r, const std::string& key, ModelConfi
   return ok_status();
 }
 
+Status read_decoder(const ConfigReader& r, ModelConfig& c, const RopeOptions& rope) {
+  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c));
+  KESTREL_RETURN_IF_ERROR(read_rope(r, c, rope));
+  // hidden_act, or Gemma's hidden_activation: whichever the architecture declares.
+  const std::string key = r.declared_default("hidden_activation").is_null() ? "hidden_act" : "hidden_activation";
+  return read_activation(r, key, c);
+}
+
+Status read_attention_bias(const ConfigReader& r, ModelConfig& c) {
+  KESTREL_ASSIGN_OR_RETURN(c.attention_bias, r.boolean("attention_bias"));
+  c.o_proj_bias = c.attention_bias;
+  return ok_status();
+}
+
+Status read_uniform_sliding_window(const ConfigReader& r, ModelConfig& c) {
+  const auto it = r.object().find("sliding_window");
+  const bool explicit_null = it != r.object().end() && it->is_null();
+  c.sliding_window = 0;
+  if (!explicit_null && (r.has("sliding_window") || !r.declared_default("sliding_window").is_null())) {
+    KESTREL_ASSIGN_OR_RETURN(c.sliding_window, r.positive("sliding_window", kMaxPositions));
+  }
+  for (LayerSpec& layer : c.layers) layer.sliding = c.sliding_window > 0;
+  return ok_status();
+}
+
 Status read_layer_types(const ConfigReader& r, ModelConfig& c, const std::function<bool(int64_t)>& default_sliding) {
   if (const json* types = r.find("layer_types")) {
     if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
@@ -254,6 +280,10 @@ Status read_layer_types(const ConfigReader& r, ModelConfig& c, const std::functi
       return make_error(ErrorCode::kInvalidArgument, "{}: layer {} uses sliding attention but sliding_window is not set",
                         r.source(), i);
   return ok_status();
+}
+
+std::vector<ConfigField> qwen_sliding_fields() {
+  return {{"use_sliding_window", false}, {"sliding_window", 4096}, {"max_window_layers", 28}, {"layer_types", nullptr}};
 }
 
 Status read_qwen_sliding_window(const ConfigReader& r, ModelConfig& c) {

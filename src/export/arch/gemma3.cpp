@@ -50,10 +50,9 @@ Status read_rope_per_layer_type(const ConfigReader& r, ModelConfig& c) {
 }
 
 Status read(const ConfigReader& r, ModelConfig& c) {
-  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c, /*reads_head_dim=*/true));
+  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c));
   KESTREL_RETURN_IF_ERROR(read_activation(r, "hidden_activation", c));
-  KESTREL_ASSIGN_OR_RETURN(c.attention_bias, r.boolean("attention_bias"));
-  c.o_proj_bias = c.attention_bias;
+  KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
   KESTREL_ASSIGN_OR_RETURN(double scalar, r.number("query_pre_attn_scalar"));
   if (!(scalar > 0) || !std::isfinite(scalar))
     return r.invalid("query_pre_attn_scalar", "must be positive");
@@ -75,39 +74,41 @@ Status read(const ConfigReader& r, ModelConfig& c) {
   return read_layer_types(r, c, [pattern](int64_t i) { return (i + 1) % pattern != 0; });
 }
 
+Architecture make() {
+  Architecture a;
+  a.name = "Gemma3ForCausalLM";
+  a.model_types = {"gemma3_text"};
+  a.names.q_norm = "self_attn.q_norm.weight";
+  a.names.k_norm = "self_attn.k_norm.weight";
+  a.names.post_attn_norm = "post_attention_layernorm.weight";
+  a.names.ffn_norm = "pre_feedforward_layernorm.weight";
+  a.names.post_ffn_norm = "post_feedforward_layernorm.weight";
+  a.features.qk_norm = true;
+  a.features.sandwich_norms = true;
+  a.features.norm_plus_one = true;
+  a.features.embedding_scale = true;
+  a.fields = common_fields({.vocab_size = 262208, .max_position_embeddings = 131072, .rms_norm_eps = 1e-6,
+                            .rope_theta = 1000000.0, .tie_word_embeddings = true, .head_dim = 256,
+                            .activation_key = "hidden_activation", .activation = "gelu_pytorch_tanh"});
+  a.fields.push_back({"attention_bias", false});
+  a.fields.push_back({"query_pre_attn_scalar", 256});
+  a.fields.push_back({"sliding_window", 4096});
+  a.fields.push_back({"sliding_window_pattern", 6});
+  a.fields.push_back({"_sliding_window_pattern", 6});
+  a.fields.push_back({"layer_types", nullptr});
+  a.fields.push_back({"rope_local_base_freq", 10000.0});
+  a.fields.push_back({"final_logit_softcapping", nullptr});
+  a.fields.push_back({"attn_logit_softcapping", nullptr});
+  a.fields.push_back({"use_bidirectional_attention", false});
+  a.read_config = read;
+  return a;
+}
+
 }  // namespace
 
 const Architecture& gemma3() {
-  static const Architecture kGemma3 = [] {
-    Architecture a;
-    a.name = "Gemma3ForCausalLM";
-    a.model_types = {"gemma3_text"};
-    a.names.q_norm = "self_attn.q_norm.weight";
-    a.names.k_norm = "self_attn.k_norm.weight";
-    a.names.post_attn_norm = "post_attention_layernorm.weight";
-    a.names.ffn_norm = "pre_feedforward_layernorm.weight";
-    a.names.post_ffn_norm = "post_feedforward_layernorm.weight";
-    a.features.qk_norm = true;
-    a.features.sandwich_norms = true;
-    a.features.norm_plus_one = true;
-    a.features.embedding_scale = true;
-    a.fields = common_fields(262208, 131072, 1e-6, 1000000.0, true);
-    a.fields.push_back({"head_dim", 256});
-    a.fields.push_back({"hidden_activation", "gelu_pytorch_tanh"});
-    a.fields.push_back({"attention_bias", false});
-    a.fields.push_back({"query_pre_attn_scalar", 256});
-    a.fields.push_back({"sliding_window", 4096});
-    a.fields.push_back({"sliding_window_pattern", 6});
-    a.fields.push_back({"_sliding_window_pattern", 6});
-    a.fields.push_back({"layer_types", nullptr});
-    a.fields.push_back({"rope_local_base_freq", 10000.0});
-    a.fields.push_back({"final_logit_softcapping", nullptr});
-    a.fields.push_back({"attn_logit_softcapping", nullptr});
-    a.fields.push_back({"use_bidirectional_attention", false});
-    a.read_config = read;
-    return a;
-  }();
-  return kGemma3;
+  static const Architecture kArchitecture = make();
+  return kArchitecture;
 }
 
 }  // namespace kestrel::exporter::arch

@@ -10,31 +10,27 @@ namespace kestrel::exporter::arch {
 namespace {
 
 Status read(const ConfigReader& r, ModelConfig& c) {
-  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c, /*reads_head_dim=*/true));
-  KESTREL_RETURN_IF_ERROR(read_rope(r, c));
-  KESTREL_RETURN_IF_ERROR(read_activation(r, "hidden_act", c));
+  KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
   c.attention_bias = true;  // Qwen2Attention always has q/k/v biases
   return read_qwen_sliding_window(r, c);
+}
+
+Architecture make() {
+  Architecture a;
+  a.name = "Qwen2ForCausalLM";
+  a.model_types = {"qwen2"};
+  a.fields = common_fields({.vocab_size = 151936, .max_position_embeddings = 32768, .rms_norm_eps = 1e-6,
+                            .rope_theta = 10000.0, .tie_word_embeddings = false});
+  for (ConfigField field : qwen_sliding_fields()) a.fields.push_back(std::move(field));
+  a.read_config = read;
+  return a;
 }
 
 }  // namespace
 
 const Architecture& qwen2() {
-  static const Architecture kQwen2 = [] {
-    Architecture a;
-    a.name = "Qwen2ForCausalLM";
-    a.model_types = {"qwen2"};
-    a.fields = common_fields(151936, 32768, 1e-6, 10000.0, false);
-    a.fields.push_back({"head_dim", nullptr});  // default hidden_size / num_attention_heads
-    a.fields.push_back({"hidden_act", "silu"});
-    a.fields.push_back({"use_sliding_window", false});
-    a.fields.push_back({"sliding_window", 4096});
-    a.fields.push_back({"max_window_layers", 28});
-    a.fields.push_back({"layer_types", nullptr});
-    a.read_config = read;
-    return a;
-  }();
-  return kQwen2;
+  static const Architecture kArchitecture = make();
+  return kArchitecture;
 }
 
 }  // namespace kestrel::exporter::arch

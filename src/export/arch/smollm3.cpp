@@ -11,11 +11,8 @@ namespace kestrel::exporter::arch {
 namespace {
 
 Status read(const ConfigReader& r, ModelConfig& c) {
-  KESTREL_RETURN_IF_ERROR(read_dimensions(r, c, /*reads_head_dim=*/true));
-  KESTREL_RETURN_IF_ERROR(read_rope(r, c));
-  KESTREL_RETURN_IF_ERROR(read_activation(r, "hidden_act", c));
-  KESTREL_ASSIGN_OR_RETURN(c.attention_bias, r.boolean("attention_bias"));
-  c.o_proj_bias = c.attention_bias;
+  KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
+  KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
   KESTREL_ASSIGN_OR_RETURN(c.mlp_bias, r.boolean("mlp_bias"));
   if (const nlohmann::json* list = r.find("no_rope_layers")) {
     if (!list->is_array() || static_cast<int64_t>(list->size()) < c.num_layers)
@@ -37,27 +34,26 @@ Status read(const ConfigReader& r, ModelConfig& c) {
   return read_layer_types(r, c, [&](int64_t i) { return c.sliding_window > 0 && !c.layers[i].rope; });
 }
 
+Architecture make() {
+  Architecture a;
+  a.name = "SmolLM3ForCausalLM";
+  a.model_types = {"smollm3"};
+  a.fields = common_fields({.vocab_size = 128256, .max_position_embeddings = 32768, .rms_norm_eps = 1e-6,
+                            .rope_theta = 2000000.0, .tie_word_embeddings = true});
+  for (const char* flag : {"attention_bias", "mlp_bias", "use_sliding_window"}) a.fields.push_back({flag, false});
+  a.fields.push_back({"no_rope_layers", nullptr});
+  a.fields.push_back({"no_rope_layer_interval", 4});
+  a.fields.push_back({"sliding_window", nullptr});
+  a.fields.push_back({"layer_types", nullptr});
+  a.read_config = read;
+  return a;
+}
+
 }  // namespace
 
 const Architecture& smollm3() {
-  static const Architecture kSmolLM3 = [] {
-    Architecture a;
-    a.name = "SmolLM3ForCausalLM";
-    a.model_types = {"smollm3"};
-    a.fields = common_fields(128256, 32768, 1e-6, 2000000.0, true);
-    a.fields.push_back({"head_dim", nullptr});  // default hidden_size / num_attention_heads
-    a.fields.push_back({"hidden_act", "silu"});
-    a.fields.push_back({"attention_bias", false});
-    a.fields.push_back({"mlp_bias", false});
-    a.fields.push_back({"no_rope_layers", nullptr});
-    a.fields.push_back({"no_rope_layer_interval", 4});
-    a.fields.push_back({"use_sliding_window", false});
-    a.fields.push_back({"sliding_window", nullptr});
-    a.fields.push_back({"layer_types", nullptr});
-    a.read_config = read;
-    return a;
-  }();
-  return kSmolLM3;
+  static const Architecture kArchitecture = make();
+  return kArchitecture;
 }
 
 }  // namespace kestrel::exporter::arch
