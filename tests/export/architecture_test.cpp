@@ -329,3 +329,118 @@ TEST(ArchitectureTies, UntiedConfigWithoutLmHeadNamesTheTensor) {
 
 }  // namespace
 }  // namespace kestrel::exporter
+
+namespace kestrel::exporter {
+namespace {
+
+// ---- the config shapes real checkpoints ship ----------------------------------------------------
+
+std::string repeated(const std::string& item, int count) {
+  std::string out;
+  for (int i = 0; i < count; ++i) out += (i ? ", " : "") + item;
+  return out;
+}
+
+TEST(RealConfigs, Qwen3_0_6B) {
+  auto c = parse_hf_config(R"({"architectures": ["Qwen3ForCausalLM"], "attention_bias": false,
+      "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128,
+      "hidden_act": "silu", "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+      "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+      "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+      "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+      "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true,
+      "use_sliding_window": false, "vocab_size": 151936})");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_EQ(c->num_heads * c->head_dim, 2048);  // not hidden_size
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->sliding_window, 0);
+}
+
+TEST(RealConfigs, Gemma3_1B_And_270M) {
+  auto one_b = parse_hf_config(R"({"architectures": ["Gemma3ForCausalLM"], "attention_bias": false,
+      "attention_dropout": 0.0, "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid",
+      "eos_token_id": [1, 106], "final_logit_softcapping": null, "head_dim": 256,
+      "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+      "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+      "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0,
+      "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000, "rope_scaling": null,
+      "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+      "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": 262144})");
+  ASSERT_TRUE(one_b.ok()) << one_b.error().to_string();
+  EXPECT_EQ(one_b->sliding_window, 512);
+  int full = 0;
+  for (const LayerSpec& layer : one_b->layers) full += !layer.sliding;
+  EXPECT_EQ(full, 4);  // layers 5, 11, 17, 23
+  EXPECT_EQ(one_b->eos_ids, (std::vector<int64_t>{1, 106}));
+  const std::string five_one = repeated(R"("sliding_attention")", 5) + R"(, "full_attention")";
+  auto small = parse_hf_config(R"({"_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"],
+      "attention_bias": false, "attn_logit_softcapping": null, "bos_token_id": 2, "eos_token_id": 1,
+      "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+      "hidden_size": 640, "intermediate_size": 2048, "layer_types": [)" + repeated(five_one, 3) + R"(],
+      "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+      "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0, "query_pre_attn_scalar": 256,
+      "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": null, "rope_theta": 1000000.0,
+      "sliding_window": 512, "torch_dtype": "bfloat16", "use_bidirectional_attention": false,
+      "vocab_size": 262144})");
+  ASSERT_TRUE(small.ok()) << small.error().to_string();
+  EXPECT_FALSE(small->layers[5].sliding);
+  EXPECT_TRUE(small->layers[6].sliding);
+}
+
+TEST(RealConfigs, Phi4MiniAndPhi35Mini) {
+  const std::string factors = "[" + repeated("1.0", 48) + "]";
+  auto phi4 = parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "attention_bias": false,
+      "attention_dropout": 0.0, "bos_token_id": 199999, "embd_pdrop": 0.0, "eos_token_id": 199999,
+      "full_attn_mod": 1, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
+      "intermediate_size": 8192, "interpolate_factor": 1, "lm_head_bias": false, "max_position_embeddings": 131072,
+      "mlp_bias": false, "model_type": "phi3", "num_attention_heads": 24, "num_hidden_layers": 32,
+      "num_key_value_heads": 8, "original_max_position_embeddings": 4096, "pad_token_id": 199999,
+      "partial_rotary_factor": 0.75, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": {"long_factor": )" +
+                              factors + R"(, "short_factor": )" + factors + R"(, "type": "longrope"},
+      "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+      "use_cache": true, "vocab_size": 200064})");
+  ASSERT_TRUE(phi4.ok()) << phi4.error().to_string();
+  EXPECT_EQ(phi4->head_dim, 128);
+  EXPECT_EQ(phi4->rotary_dim, 96);
+  EXPECT_EQ(phi4->rope_scaling.type, "longrope");
+  EXPECT_DOUBLE_EQ(phi4->rope_scaling.factor, 32.0);
+  EXPECT_EQ(phi4->rope_scaling.original_max_position_embeddings, 4096);
+  auto phi35 = parse_hf_config(R"({"architectures": ["Phi3ForCausalLM"], "hidden_size": 3072,
+      "intermediate_size": 8192, "max_position_embeddings": 131072, "model_type": "phi3",
+      "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+      "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_scaling": {"long_factor": )" +
+                               factors + R"(, "short_factor": )" + factors + R"(, "type": "longrope"},
+      "rope_theta": 10000.0, "sliding_window": 262144, "tie_word_embeddings": false, "vocab_size": 32064})");
+  ASSERT_TRUE(phi35.ok()) << phi35.error().to_string();
+  EXPECT_EQ(phi35->rotary_dim, 96);  // head_dim 96, whole heads rotate
+}
+
+TEST(RealConfigs, Llama32_1BAndSmolLM3) {
+  auto llama = parse_hf_config(R"({"architectures": ["LlamaForCausalLM"], "attention_bias": false,
+      "attention_dropout": 0.0, "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+      "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 131072,
+      "mlp_bias": false, "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16,
+      "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0,
+      "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192,
+      "rope_type": "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+      "use_cache": true, "vocab_size": 128256})");
+  ASSERT_TRUE(llama.ok()) << llama.error().to_string();
+  EXPECT_EQ(llama->rope_scaling.type, "llama3");
+  const std::string nope = repeated("1, 1, 1, 0", 9);
+  auto smol = parse_hf_config(R"({"architectures": ["SmolLM3ForCausalLM"], "attention_bias": false,
+      "bos_token_id": null, "eos_token_id": 128012, "hidden_act": "silu", "hidden_size": 2048,
+      "intermediate_size": 11008, "layer_types": [)" + repeated(R"("full_attention")", 36) + R"(],
+      "max_position_embeddings": 65536, "max_window_layers": 28, "mlp_bias": false, "model_type": "smollm3",
+      "no_rope_layer_interval": 4, "no_rope_layers": [)" + nope + R"(], "num_attention_heads": 16,
+      "num_hidden_layers": 36, "num_key_value_heads": 4, "pad_token_id": 128004, "pretraining_tp": 2,
+      "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 5000000.0, "sliding_window": null,
+      "use_cache": false, "use_sliding_window": false, "vocab_size": 128256})");
+  ASSERT_TRUE(smol.ok()) << smol.error().to_string();
+  EXPECT_FALSE(smol->layers[3].rope);
+  EXPECT_TRUE(smol->layers[4].rope);
+  EXPECT_EQ(smol->bos_id, -1);
+}
+
+}  // namespace
+}  // namespace kestrel::exporter
