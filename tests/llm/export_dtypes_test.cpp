@@ -99,6 +99,8 @@ TEST_P(ExportDtypes, HalfCheckpointsExportToEveryWeightDtype) {
         EXPECT_LE(worst_abs, 1e-4);
         EXPECT_EQ(agree, steps);
       } else {
+        // Measured: f16 -> bf16 0.004-0.013, q8 0.008-0.05 of the largest logit, every greedy
+        // choice agreeing; 0.1 leaves room without hiding a broken layout.
         EXPECT_LT(worst_relative, 0.1) << "max |program - reference| relative to max |reference logit|";
         EXPECT_GE(agree * 10, steps * 7) << agree << " of " << steps << " greedy choices agree";
       }
