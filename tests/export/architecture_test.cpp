@@ -247,6 +247,11 @@ TEST(ArchitectureRefusals, MultimodalGemma3AndUnknownArchitectures) {
                   "model_type 'gpt2' names no supported architecture");
 }
 
+TEST(ArchitectureRefusals, QuantizedCheckpoints) {
+  EXPECT_CONTAINS(refusal(config_json("Qwen3ForCausalLM", R"("quantization_config": {"quant_method": "gptq", "bits": 4})")),
+                  "quantization_config = {\"bits\":4,\"quant_method\":\"gptq\"} is not supported");
+}
+
 TEST(ArchitectureRefusals, NoPeListOfTheWrongShape) {
   EXPECT_CONTAINS(refusal(config_json("SmolLM3ForCausalLM", R"("head_dim": null, "no_rope_layers": [1])"),
                           ErrorCode::kInvalidArgument),

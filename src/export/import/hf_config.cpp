@@ -4,6 +4,7 @@
 #include "export/arch/config_reader.h"
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/log.h"
 #include "kestrel/export/architecture.h"
 
 namespace kestrel::exporter {
@@ -60,10 +61,24 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
   KESTREL_ASSIGN_OR_RETURN(json j, import::parse_json_object(config_json, source));
   const ConfigReader plain(j, source);
   KESTREL_ASSIGN_OR_RETURN(const Architecture* architecture, find_config_architecture(j, plain));
+  // Quantized checkpoints (GPTQ, AWQ, bitsandbytes, ...) store other tensors than the table's.
+  if (plain.has("quantization_config"))
+    return plain.unsupported("quantization_config",
+                             "quantized checkpoints are not supported; export the unquantized (f32/f16/bf16) weights");
   ModelConfig c;
   c.architecture = architecture->name;
   c.rope_style = "half";
   KESTREL_RETURN_IF_ERROR(architecture->read_config(ConfigReader(j, source, architecture), c));
+  // Keys the architecture does not read: transformers' forward pass does not use them either
+  // (dropouts, initializer_range, use_cache, ...), listed at debug level for the curious.
+  std::vector<std::string> unread;
+  for (const auto& [key, value] : j.items()) {
+    const bool declared = std::any_of(architecture->fields.begin(), architecture->fields.end(),
+                                      [&](const ConfigField& field) { return field.key == key; });
+    if (!declared && key != "architectures" && key != "model_type" && key != "bos_token_id" && key != "eos_token_id")
+      unread.push_back(key);
+  }
+  if (!unread.empty()) log(LogLevel::kDebug, "{}: keys {} reads nothing from: {}", source, c.architecture, join(unread));
 
   // Token ids: generation_config.json's take precedence (its eos ids first, then the config's).
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> bos, plain.token_ids("bos_token_id"));
