@@ -5,11 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kestrel/api/backend_catalog.h"
+#include "kestrel/api/export.h"
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/export/checkpoint.h"
-#include "kestrel/export/exporter.h"
-#include "kestrel/program/writer.h"
-#include "tools/backend_catalog.h"
 #include "tools/commands.h"
 
 namespace kestrel::tools {
@@ -58,50 +56,36 @@ Status run_export(const ExportArgs& args) {
     fmt::print(stderr, "[{:6.2f}s] {}\n", seconds, line);
   };
 
-  std::shared_ptr<const exporter::BackendExporter> backend;
+  api::ExportRequest request;
   if (!args.backend.empty()) {
-    KESTREL_ASSIGN_OR_RETURN(backend, find_exporter_backend(args.backend));
+    KESTREL_ASSIGN_OR_RETURN(request.backend, api::find_exporter_backend(args.backend));
     if (args.list_options) {
-      fmt::print("Options of backend '{}':\n{}", backend->id(), backend->options().format_table());
+      fmt::print("Options of backend '{}':\n{}", request.backend->id(), request.backend->options().format_table());
       return ok_status();
     }
   } else if (args.list_options) {
     return make_error(ErrorCode::kInvalidArgument, "--list-options needs --backend NAME (available: {})",
-                      fmt::join(exporter_backend_names(), ", "));
+                      fmt::join(api::exporter_backend_names(), ", "));
   } else if (!args.options.empty() || !args.options_file.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "--option and --options-file need --backend NAME");
   }
   if (args.checkpoint.empty() || args.output.empty())
     return make_error(ErrorCode::kInvalidArgument, "export needs CHECKPOINT and -o PROGRAM");
 
-  exporter::ExportOptions options;
-  options.prefill_step = args.prefill_step;
-  options.max_context = args.max_context;
-  options.logits = args.logits;
-  options.progress = progress;
-  auto dtype = dtype_from_name(args.dtype);
-  if (!dtype || (!dtype_is_float(*dtype) && *dtype != DType::kQ8))
-    return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got '{}'", args.dtype);
-  options.dtype = *dtype;
-  if (backend) {
-    KESTREL_ASSIGN_OR_RETURN(auto backend_options, gather_options(backend->options(), args));
-    KESTREL_ASSIGN_OR_RETURN(auto partitioner, exporter::Partitioner::from_options(backend, backend_options));
-    options.partitioners.push_back(std::make_shared<const exporter::Partitioner>(std::move(partitioner)));
+  request.checkpoint = args.checkpoint;
+  request.output = args.output;
+  request.prefill_step = args.prefill_step;
+  request.max_context = args.max_context;
+  request.logits = args.logits;
+  request.tokenizer = args.tokenizer;
+  request.progress = progress;
+  auto dtype = api::parse_weight_dtype(args.dtype);
+  if (!dtype.ok()) return dtype.error().with_context("--dtype");
+  request.dtype = *dtype;
+  if (request.backend) {
+    KESTREL_ASSIGN_OR_RETURN(request.backend_options, gather_options(request.backend->options(), args));
   }
-
-  progress(fmt::format("loading checkpoint {}", args.checkpoint));
-  exporter::CheckpointOptions checkpoint_options;
-  checkpoint_options.tokenizer_path = args.tokenizer;
-  KESTREL_ASSIGN_OR_RETURN(auto checkpoint, exporter::load_checkpoint(args.checkpoint, checkpoint_options));
-  const auto& config = checkpoint.config();
-  progress(fmt::format("architecture {}: {} layers, hidden {}, {} heads ({} kv, head_dim {}), vocab {}",
-                       config.architecture, config.num_layers, config.hidden_size, config.num_heads,
-                       config.num_kv_heads, config.head_dim, config.vocab_size));
-
-  exporter::ExportReport report;
-  KESTREL_ASSIGN_OR_RETURN(auto program, exporter::export_program(checkpoint, options, &report));
-  progress(fmt::format("writing {}", args.output));
-  KESTREL_RETURN_IF_ERROR(program::write_program(program, args.output));
+  KESTREL_ASSIGN_OR_RETURN(auto report, api::export_checkpoint(request));
 
   if (!args.quiet) {
     fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);

@@ -94,6 +94,7 @@ void Runner::reset() {
   history_.clear();
   pending_.reset();
   position_ = 0;
+  last_logits_ = {};
 }
 
 Result<GenerationResult> Runner::generate(const std::string& prompt, const GenerationConfig& config,
@@ -145,6 +146,7 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     reset();  // a failed call may have written part of the cache
     return logits.error();
   }
+  last_logits_ = *logits;
   const double prefill_ms = ms_since(start);
   position_ += static_cast<int64_t>(feed.size());
   pending_.reset();
@@ -179,12 +181,14 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
         break;
       }
     }
+    if (config.on_token && !config.on_token(token)) keep_going = false;
     if (n + 1 == config.max_new_tokens || !keep_going) break;
     logits = io_->forward(std::span<const int64_t>(&token, 1), position_);
     if (!logits.ok()) {
       reset();
       return logits.error();
     }
+    last_logits_ = *logits;
     ++position_;
   }
   if (decoder && !stops.stopped()) emit(stops.push(decoder->flush()) + stops.flush());

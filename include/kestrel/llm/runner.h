@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct GenerationConfig {
   std::vector<std::string> stop_strings;
   bool add_bos = true;  // prepend bos on the first turn of a session (when the model has one)
   bool stop_at_eos = true;
+  // Called with each generated token before the next step; returning false stops the
+  // generation (stop_reason "callback"). Lets a caller cancel between tokens (e.g. on Ctrl-C).
+  std::function<bool(int64_t token)> on_token;
 };
 
 struct GenerationStats {
@@ -75,6 +79,10 @@ class Runner {
                                         const TextCallback& on_text = nullptr);
   // Clears the cache and the position: the next generate starts a new conversation.
   void reset();
+  // Logits of the last model step (the next-token scores after the last processed token), a
+  // view into the runner's output buffer: valid until the next generate or reset; empty
+  // before the first step.
+  std::span<const float> last_logits() const { return last_logits_; }
 
  private:
   Runner() = default;
@@ -87,6 +95,7 @@ class Runner {
   std::vector<int64_t> history_;        // every token of the conversation, for repetition penalty
   std::optional<int64_t> pending_;      // sampled last turn, not yet through the model
   int64_t position_ = 0;                // tokens in the cache
+  std::span<const float> last_logits_;  // of the last forward call
   double load_ms_ = 0;
 };
 

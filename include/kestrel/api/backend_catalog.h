@@ -1,4 +1,4 @@
-// The backends a user can pick by name on the command line. Only the tools name backends.
+// The backends a user can pick by name (CLI and Python module). Only this layer names backends.
 #pragma once
 
 #include <memory>
@@ -9,11 +9,11 @@
 #include "kestrel/export/partitioner.h"
 #include "kestrel/runtime/backend.h"
 
-namespace kestrel::tools {
+namespace kestrel::api {
 
 std::vector<std::string> exporter_backend_names();
 Result<std::shared_ptr<const exporter::BackendExporter>> find_exporter_backend(const std::string& name);
 // Every runtime backend and buffer allocator this build has, registered.
 std::shared_ptr<const runtime::BackendRegistry> runtime_backends();
 
-}  // namespace kestrel::tools
+}  // namespace kestrel::api

@@ -1,4 +1,4 @@
-#include "tools/backend_catalog.h"
+#include "kestrel/api/backend_catalog.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/options.h"
 
-namespace kestrel::tools {
+namespace kestrel::api {
 
 std::vector<std::string> exporter_backend_names() { return {"qnn"}; }
 
@@ -27,4 +27,4 @@ std::shared_ptr<const runtime::BackendRegistry> runtime_backends() {
   return registry;
 }
 
-}  // namespace kestrel::tools
+}  // namespace kestrel::api
