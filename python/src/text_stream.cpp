@@ -72,16 +72,17 @@ py::str TextStream::next() {
         done = outcome_.has_value();
       }
     }
+    // A signal that arrived while waiting stops the request here, not in the caller's loop.
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set interrupted;  // takes the handler's exception (KeyboardInterrupt)
+      close();
+      throw interrupted;
+    }
     if (piece) return text(*piece);
     if (done) {
       auto outcome = finish();
       if (outcome) result_ = unwrap(std::move(*outcome));
       throw py::stop_iteration();
-    }
-    if (PyErr_CheckSignals() != 0) {
-      py::error_already_set interrupted;  // takes the handler's exception (KeyboardInterrupt)
-      close();
-      throw interrupted;
     }
   }
 }
