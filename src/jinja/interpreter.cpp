@@ -153,8 +153,21 @@ Result<std::string> Interpreter::render(const Body& body, const Value& context) 
   return out;
 }
 
-Status Interpreter::step() {
-  if (++steps_ > options_.max_steps)
+namespace {
+
+// Work units for a value a filter or call produced: list items and 16-byte chunks of text.
+size_t data_size(const Value& value) {
+  if (value.is_string()) return value.as_string().size() / 16;
+  if (value.is_sequence() || value.kind() == Value::Kind::kIterator) return value.items().size();
+  if (value.is_mapping()) return value.entries().size();
+  return 0;
+}
+
+}  // namespace
+
+Status Interpreter::charge(size_t units) {
+  steps_ += static_cast<int64_t>(std::min<size_t>(units, static_cast<size_t>(INT64_MAX / 4)));
+  if (steps_ > options_.max_steps)
     return type_error(fmt::format("rendering takes more than {} steps (an endless or very long loop?)",
                                   options_.max_steps));
   return ok_status();
@@ -287,6 +300,7 @@ Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, std::string& o
   if (items.empty()) return exec_body(node.else_body, out);
   const auto length = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < length; ++i) {
+    if (auto s = step(); !s.ok()) return locate(s.error(), node.offset);
     scope_ = std::make_shared<Scope>(outer);
     auto bound = assign(node.target, items[static_cast<size_t>(i)], node.offset);
     if (!bound.ok()) {
@@ -597,7 +611,9 @@ Result<Value> Interpreter::binary_operation(const std::string& op, const Value& 
     if (count.is_number() && !count.is_float() && (seq.is_string() || seq.is_sequence())) {
       const int64_t n = std::max<int64_t>(count.as_int(), 0);
       const size_t unit = seq.is_string() ? seq.as_string().size() : seq.items().size();
-      if (unit > 0 && static_cast<uint64_t>(n) > static_cast<uint64_t>(options_.max_output_bytes) / unit)
+      // Lists count 16 bytes per item against the size limit.
+      const uint64_t unit_bytes = seq.is_string() ? unit : unit * 16;
+      if (unit_bytes > 0 && static_cast<uint64_t>(n) > static_cast<uint64_t>(options_.max_output_bytes) / unit_bytes)
         KESTREL_RETURN_IF_ERROR(check_size(static_cast<size_t>(options_.max_output_bytes) + 1));
       if (seq.is_string()) {
         std::string out;
@@ -825,7 +841,9 @@ Result<Value> Interpreter::get_item(const Value& object, const Value& key) {
 Result<Value> Interpreter::call(const Value& callee, CallArgs& args) {
   if (callee.is_undefined()) return type_error(callee.undefined_hint());
   if (!callee.is_callable()) return type_error("'" + type_name(callee) + "' object is not callable");
-  return callee.as_callable().function(*this, args);
+  KESTREL_ASSIGN_OR_RETURN(Value result, callee.as_callable().function(*this, args));
+  KESTREL_RETURN_IF_ERROR(charge(data_size(result)));
+  return result;
 }
 
 Result<Value> Interpreter::apply_filter(const std::string& name, const Value& operand, CallArgs& args) {
@@ -834,6 +852,7 @@ Result<Value> Interpreter::apply_filter(const std::string& name, const Value& op
   auto result = filter(*this, operand, args);
   if (!result.ok()) return result.error();
   if (result->is_string()) KESTREL_RETURN_IF_ERROR(check_size(result->as_string().size()));
+  KESTREL_RETURN_IF_ERROR(charge(data_size(*result)));
   return result;
 }
 
@@ -844,6 +863,7 @@ Result<bool> Interpreter::apply_test(const std::string& name, const Value& opera
 }
 
 Result<std::vector<Value>> Interpreter::iterate(const Value& value) {
+  KESTREL_RETURN_IF_ERROR(charge(data_size(value)));
   switch (value.kind()) {
     case Value::Kind::kUndefined: return std::vector<Value>();
     case Value::Kind::kList:

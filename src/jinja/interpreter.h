@@ -74,7 +74,10 @@ class Interpreter {
   Result<Value> eval_compare(const Expr& expr);
   Result<Value> slice(const Value& object, const Value& start, const Value& stop, const Value& step);
 
-  Status step();
+  // The step budget: one per statement and expression, plus the size of the data that
+  // iterations, filters and calls produce, so no template can run for long on little text.
+  Status step() { return charge(1); }
+  Status charge(size_t units);
   Error locate(const Error& error, size_t offset);
 
   const SourceMap& map_;

@@ -682,7 +682,8 @@ class Parser {
   }
 
   Result<ExprPtr> parse_call(ExprPtr node) {
-    auto call = make(Expr::Kind::kCall, current().offset, std::move(node));
+    const size_t offset = node->offset;  // errors point at the function's name
+    auto call = make(Expr::Kind::kCall, offset, std::move(node));
     KESTREL_RETURN_IF_ERROR(parse_call_args(*call));
     return call;
   }

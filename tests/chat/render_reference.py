@@ -59,10 +59,23 @@ def make_environment(now):
     return env
 
 
+_environments = {}
+_templates = {}
+
+
+def compile_template(source, now):
+    """Compiles once per (source, clock): the corpus renders one template many times."""
+    if now not in _environments:
+        _environments[now] = make_environment(now)
+    key = (source, now)
+    if key not in _templates:
+        _templates[key] = _environments[now].from_string(source)
+    return _templates[key]
+
+
 def render(case):
-    env = make_environment(case.get("now", 0))
     try:
-        template = env.from_string(case["template"])
+        template = compile_template(case["template"], case.get("now", 0))
     except TemplateSyntaxError as e:
         return {"error": str(e), "kind": "syntax", "line": e.lineno}
     except Exception as e:  # unknown filters and tests are compile-time errors too
