@@ -52,6 +52,8 @@ const std::vector<uint8_t>& Checkpoint::tokenizer_bytes() const { return impl_->
 
 std::string Checkpoint::source() const { return impl_->source; }
 
+const ChatConfig& Checkpoint::chat() const { return impl_->chat; }
+
 const std::vector<std::string>& supported_hf_architectures() {
   static const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM",
                                                           "Qwen2ForCausalLM"};
