@@ -195,6 +195,15 @@ TEST_F(ChatSessionTest, TemplateWrittenBosIsNotDoubled) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), model.bos), 1);
 }
 
+TEST_F(ChatSessionTest, EndOfTurnIdsOutsideTheVocabularyAreRefused) {
+  program::ProgramSpec spec = spec_;
+  spec.metadata[keys::kEndOfTurnIds] = std::vector<int64_t>{model_.im_end, model_.vocab_size};
+  auto runner = make_runner(spec);
+  auto session = llm::ChatSession::create(*runner);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.error().message().find("outside the vocabulary"), std::string::npos);
+}
+
 TEST_F(ChatSessionTest, AProgramWithoutTemplateCannotChat) {
   TempDir dir;
   const auto model = write_chat_checkpoint(dir.file("plain"), json::object());

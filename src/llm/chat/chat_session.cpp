@@ -13,6 +13,11 @@ Result<ChatSession> ChatSession::create(Runner& runner, ChatOptions options) {
   if (!chat_template)
     return make_error(ErrorCode::kNotFound, "this program has no chat template (export it from a checkpoint whose "
                                             "tokenizer_config.json or chat_template.jinja has one)");
+  const int64_t vocab_size = runner.model_info().vocab_size;
+  for (int64_t id : chat_template->tokens().end_of_turn_ids)
+    if (id < 0 || id >= vocab_size)
+      return make_error(ErrorCode::kInvalidArgument, "end-of-turn token {} is outside the vocabulary [0, {})", id,
+                        vocab_size);
   return ChatSession(runner, std::move(*chat_template), std::move(options));
 }
 
