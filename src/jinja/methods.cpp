@@ -180,24 +180,10 @@ Result<Value> all_characters(const std::string& self, CallArgs& args) {
   return Value(true);
 }
 
-// str.isupper / str.islower: every cased character in that case, and at least one.
 template <bool Upper>
 Result<Value> cased(const std::string& self, CallArgs& args) {
   if (!args.positional.empty() || !args.keyword.empty()) return fail("this method takes no arguments");
-  bool any = false;
-  for (size_t pos = 0; pos < self.size();) {
-    size_t length = 0;
-    const uint32_t cp = decode_at(self, pos, &length);
-    pos += length;
-    if (is_cased_upper(cp)) {
-      if (!Upper) return Value(false);
-      any = true;
-    } else if (is_cased_lower(cp)) {
-      if (Upper) return Value(false);
-      any = true;
-    }
-  }
-  return Value(any);
+  return Value(py_is_cased(self, Upper));
 }
 
 Result<Value> affix_remove(const std::string& self, CallArgs& args, bool prefix) {

@@ -4,7 +4,7 @@
 
 #include "jinja/builtins.h"
 #include "jinja/interpreter.h"
-#include "jinja/unicode.h"
+#include "jinja/text.h"
 #include "kestrel/core/error_helpers.h"
 
 namespace kestrel::jinja {
@@ -51,33 +51,14 @@ KESTREL_SIMPLE_TEST(escaped, false)
 
 #undef KESTREL_SIMPLE_TEST
 
-// str(value).islower() / .isupper().
-Result<bool> cased(const Value& v, bool upper) {
-  const std::string text = to_str(v);
-  bool any = false;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t length = 0;
-    const uint32_t cp = decode_at(text, pos, &length);
-    pos += length;
-    if (is_cased_upper(cp)) {
-      if (!upper) return false;
-      any = true;
-    } else if (is_cased_lower(cp)) {
-      if (upper) return false;
-      any = true;
-    }
-  }
-  return any;
-}
-
 Result<bool> lower(Interpreter&, const Value& v, CallArgs& args) {
   KESTREL_RETURN_IF_ERROR(no_arguments("lower", args));
-  return cased(v, false);
+  return py_is_cased(to_str(v), false);
 }
 
 Result<bool> upper(Interpreter&, const Value& v, CallArgs& args) {
   KESTREL_RETURN_IF_ERROR(no_arguments("upper", args));
-  return cased(v, true);
+  return py_is_cased(to_str(v), true);
 }
 
 Result<bool> remainder_is(Interpreter& in, const Value& v, const Value& divisor, int64_t expected) {

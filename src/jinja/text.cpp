@@ -61,6 +61,19 @@ std::string py_title(std::string_view text) {
   return out;
 }
 
+bool py_is_cased(std::string_view text, bool upper) {
+  bool any = false;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t length = 0;
+    const uint32_t cp = decode_at(text, pos, &length);
+    pos += length;
+    const bool is_upper = is_cased_upper(cp), is_lower = is_cased_lower(cp);
+    if ((is_upper && !upper) || (is_lower && upper)) return false;
+    any = any || is_upper || is_lower;
+  }
+  return any;
+}
+
 namespace {
 
 // Whitespace-separated words of `text` as byte ranges.

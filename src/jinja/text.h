@@ -16,6 +16,8 @@ std::string py_replace(std::string_view text, std::string_view old, std::string_
 std::string py_capitalize(std::string_view text);
 // str.title(): each run of cased letters starts upper case, the rest lower case.
 std::string py_title(std::string_view text);
+// str.isupper() (upper) or str.islower(): every cased character in that case, and at least one.
+bool py_is_cased(std::string_view text, bool upper);
 // str.split / str.rsplit: on `separator`, or on runs of whitespace when it is absent;
 // max_split < 0 splits everywhere. An empty separator is the caller's error to report.
 std::vector<std::string> py_split(std::string_view text, std::optional<std::string_view> separator,

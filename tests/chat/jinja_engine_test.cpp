@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja2_reference.h"
 #include "kestrel/jinja/template.h"
 
 namespace kestrel::jinja {
@@ -164,6 +165,48 @@ TEST(JinjaRender, ATemplateRendersManyTimes) {
     for (int j = 0; j <= i; ++j) expected += std::to_string(j) + ";";
     EXPECT_EQ(*parsed->render(json{{"messages", messages}}), expected);
   }
+}
+
+// Templates are untrusted: randomly damaged corpus templates must fail with positioned errors
+// or render, never crash (the sanitizer build runs this too).
+TEST(JinjaRobustness, DamagedTemplatesFailCleanly) {
+  const auto conversations = json::parse(testing::read_text_file(testing::corpus_dir() + "/conversations.json"));
+  json context = {{"messages", conversations[4]["messages"]}, {"tools", conversations[4]["tools"]},
+                  {"add_generation_prompt", true}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  const std::string pieces[] = {"{{", "}}", "{%", "%}", "{#", "#}", "(", ")", "[", "]", "'", "\"", "|", "-", "~",
+                                "if", "for", "endfor", "set", "\n", " ", "é", "\\"};
+  uint64_t state = 12345;
+  auto next = [&] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  int parsed = 0, failed = 0;
+  for (const std::string& file : testing::corpus_template_files()) {
+    const std::string source = testing::read_text_file(testing::corpus_dir() + "/templates/" + file);
+    for (int round = 0; round < 60; ++round) {
+      std::string damaged = source;
+      for (int edit = 0; edit < 3; ++edit) {
+        const size_t at = next() % (damaged.size() + 1);
+        switch (next() % 3) {
+          case 0: damaged.erase(at, 1 + next() % 8); break;
+          case 1: damaged.insert(at, pieces[next() % std::size(pieces)]); break;
+          default: if (!damaged.empty()) damaged.insert(at, damaged.substr(next() % damaged.size(), next() % 24)); break;
+        }
+      }
+      auto t = Template::parse(damaged);
+      if (!t.ok()) {
+        ++failed;
+        EXPECT_EQ(t.error().message().rfind("line ", 0), 0u) << t.error().message();
+        continue;
+      }
+      ++parsed;
+      RenderOptions options;
+      options.max_steps = 200000;
+      auto out = t->render(context, options);
+      if (!out.ok()) {
+        EXPECT_EQ(out.error().message().rfind("line ", 0), 0u) << out.error().message();
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(failed, 0);
 }
 
 }  // namespace
