@@ -116,6 +116,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
     meta[keys::kTokenizerSegment] = static_cast<int64_t>(program.segments.size());
     program.segments.push_back(checkpoint.tokenizer_bytes());
   }
+  add_chat_metadata(checkpoint.chat(), meta);
   return program;
 }
 
