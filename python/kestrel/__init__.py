@@ -7,6 +7,8 @@
     print(runner.generate("Once upon a time", max_new_tokens=32, temperature=0).text)
     for piece in runner.stream("The little bird", max_new_tokens=32):
         print(piece, end="", flush=True)
+    # A program exported from an instruct checkpoint chats through its own template:
+    #   reply = runner.chat([{"role": "user", "content": "Hi!"}])
 
 Errors are kestrel.Error subclasses carrying the message the CLI prints; each also derives from
 the built-in exception it stands for (ValueError, OSError, NotImplementedError, RuntimeError).
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol, Sequence, Union
 
 from ._kestrel import (
     CapacityError,
@@ -179,6 +181,76 @@ class Runner:
             stop=None if stop is None else list(stop), add_bos=add_bos, ignore_eos=ignore_eos)
         return self._core.stream(_prompt(prompt), config)
 
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_new_tokens: int = 128,
+        *,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        repeat_last_n: int = 64,
+        seed: Optional[int] = None,
+        stop: Optional[Sequence[str]] = None,
+        ignore_eos: bool = False,
+        tools: Optional[Sequence[Any]] = None,
+        template_vars: Optional[Mapping[str, Any]] = None,
+    ) -> GenerationResult:
+        """The assistant's reply to `messages`, through the program's chat template.
+
+        messages: the whole conversation, a list of {"role": ..., "content": ...} dicts (any
+        JSON-like values; a system message goes first if wanted). The template renders it as
+        transformers' apply_chat_template(..., add_generation_prompt=True) does; the reply stops
+        at the template's end-of-turn tokens. The session's cache is kept for the prefix the
+        conversation shares with it, so appending the reply (result.text) and the next user
+        message to `messages` only prefills the new part (result.reused_tokens). tools and
+        template_vars ("documents", "enable_thinking", ...) become template variables.
+        Raises NotFoundError when the program has no chat template.
+        """
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
+            stop=None if stop is None else list(stop), ignore_eos=ignore_eos)
+        return self._core.chat(list(messages), config, _optional_list(tools), _optional_dict(template_vars))
+
+    def stream_chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_new_tokens: int = 128,
+        *,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        repeat_last_n: int = 64,
+        seed: Optional[int] = None,
+        stop: Optional[Sequence[str]] = None,
+        ignore_eos: bool = False,
+        tools: Optional[Sequence[Any]] = None,
+        template_vars: Optional[Mapping[str, Any]] = None,
+    ) -> TextStream:
+        """Like chat(), yielding the reply's text pieces as they are generated."""
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
+            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
+            stop=None if stop is None else list(stop), ignore_eos=ignore_eos)
+        return self._core.stream_chat(list(messages), config, _optional_list(tools), _optional_dict(template_vars))
+
+    def render_chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        add_generation_prompt: bool = True,
+        *,
+        tools: Optional[Sequence[Any]] = None,
+        template_vars: Optional[Mapping[str, Any]] = None,
+    ) -> str:
+        """The prompt text the chat template renders for `messages` (`kestrel chat-template`)."""
+        return self._core.render_chat(list(messages), add_generation_prompt, _optional_list(tools),
+                                      _optional_dict(template_vars))
+
     def reset(self) -> None:
         """Clears the session: the next request starts a new conversation."""
         self._core.reset()
@@ -232,6 +304,14 @@ class Runner:
     @property
     def load_ms(self) -> float:
         return self._core.load_ms
+
+
+def _optional_list(value: Optional[Sequence[Any]]) -> Optional[list[Any]]:
+    return None if value is None else list(value)
+
+
+def _optional_dict(value: Optional[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    return None if value is None else dict(value)
 
 
 def _prompt(prompt: Prompt) -> Union[str, list[int]]:

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "bindings.h"
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/llm/chat_template.h"
 #include "runner_core.h"
 #include "text_stream.h"
 
@@ -40,21 +42,31 @@ py::object last_logits(const py::object& self) {
   return array;
 }
 
-std::unique_ptr<TextStream> stream(const py::object& self, const Prompt& prompt, const GenerationSettings& settings) {
-  auto& core = self.cast<RunnerCore&>();
-  llm::Runner& runner = core.loaded();
-  auto generation = std::make_shared<Generation>();
-  auto config = std::make_shared<llm::GenerationConfig>(generation_config(settings, generation->seed));
-  return std::make_unique<TextStream>(
-      self, core,
-      [&runner, prompt, generation, config](const llm::TextCallback& on_text,
-                                            const std::function<bool(int64_t)>& on_token) -> Result<Generation> {
-        config->on_token = on_token;
-        auto result = run_prompt(runner, prompt, *config, on_text);
-        if (!result.ok()) return result.error();
-        generation->result = std::move(result).value();
-        return *generation;
-      });
+// The conversation as JSON (through Python's json module, so any JSON-like value goes).
+nlohmann::ordered_json to_json(const py::handle& value, const char* what) {
+  const auto text = py::module_::import("json").attr("dumps")(value, py::arg("ensure_ascii") = false).cast<std::string>();
+  auto json = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded())  // NaN or infinity: valid for Python's json, not for JSON
+    raise_error(make_error(ErrorCode::kInvalidArgument, "{} is not valid JSON: {}", what, text));
+  return json;
+}
+
+Request chat(const py::list& messages, const std::optional<py::list>& tools, const std::optional<py::dict>& variables) {
+  nlohmann::ordered_json extra = variables ? to_json(*variables, "template_vars") : nlohmann::ordered_json::object();
+  if (tools) extra["tools"] = to_json(*tools, "tools");
+  return chat_request(to_json(messages, "messages"), std::move(extra));
+}
+
+std::string render_chat(RunnerCore& core, const py::list& messages, bool add_generation_prompt,
+                        const std::optional<py::list>& tools, const std::optional<py::dict>& variables) {
+  auto chat_template = unwrap(llm::ChatTemplate::from_metadata(core.loaded().program_metadata()));
+  if (!chat_template)
+    raise_error(make_error(ErrorCode::kNotFound, "this program has no chat template"));
+  llm::ChatRenderOptions options;
+  if (variables) options.extra = to_json(*variables, "template_vars");
+  if (tools) options.extra["tools"] = to_json(*tools, "tools");
+  options.add_generation_prompt = add_generation_prompt;
+  return unwrap(chat_template->render(to_json(messages, "messages"), options));
 }
 
 }  // namespace
@@ -108,6 +120,10 @@ void register_runner(py::module_& module) {
                              "eos, stop_string, max_new_tokens, or callback (stopped by the caller)")
       .def_property_readonly("stats", [](const Generation& g) { return g.result.stats; })
       .def_readonly("seed", &Generation::seed)
+      .def_readonly("chat_prompt", &Generation::chat_prompt,
+                    "chat: the rendered conversation the reply continues (None for plain prompts)")
+      .def_readonly("reused_tokens", &Generation::reused_tokens,
+                    "chat: positions of earlier turns whose cache was kept (only the rest was prefilled)")
       .def("__repr__", [](const Generation& g) {
         return py::str("GenerationResult(text={!r}, stop_reason={!r}, tokens={})")
             .format(text(g.result.text), g.result.stop_reason, g.result.token_ids.size());
@@ -149,8 +165,36 @@ runner takes no other request until the stream ends.)")
   py::class_<RunnerCore>(module, "Runner", "The native runner; use kestrel.Runner.")
       .def(py::init<const std::filesystem::path&, const py::object&, int, const std::string&>(), py::arg("path"),
            py::arg("allocator") = py::none(), py::arg("threads") = 0, py::arg("kernels") = "optimized")
-      .def("generate", &RunnerCore::generate, py::arg("prompt"), py::arg("config"))
-      .def("stream", &stream, py::arg("prompt"), py::arg("config"))
+      .def(
+          "generate",
+          [](RunnerCore& core, Prompt prompt, const GenerationSettings& settings) {
+            return core.run(prompt_request(std::move(prompt)), settings);
+          },
+          py::arg("prompt"), py::arg("config"))
+      .def(
+          "stream",
+          [](const py::object& self, Prompt prompt, const GenerationSettings& settings) {
+            return std::make_unique<TextStream>(self, self.cast<RunnerCore&>(), prompt_request(std::move(prompt)),
+                                                settings);
+          },
+          py::arg("prompt"), py::arg("config"))
+      .def(
+          "chat",
+          [](RunnerCore& core, const py::list& messages, const GenerationSettings& settings,
+             const std::optional<py::list>& tools, const std::optional<py::dict>& variables) {
+            return core.run(chat(messages, tools, variables), settings);
+          },
+          py::arg("messages"), py::arg("config"), py::arg("tools") = py::none(), py::arg("template_vars") = py::none())
+      .def(
+          "stream_chat",
+          [](const py::object& self, const py::list& messages, const GenerationSettings& settings,
+             const std::optional<py::list>& tools, const std::optional<py::dict>& variables) {
+            return std::make_unique<TextStream>(self, self.cast<RunnerCore&>(), chat(messages, tools, variables),
+                                                settings);
+          },
+          py::arg("messages"), py::arg("config"), py::arg("tools") = py::none(), py::arg("template_vars") = py::none())
+      .def("render_chat", &render_chat, py::arg("messages"), py::arg("add_generation_prompt") = true,
+           py::arg("tools") = py::none(), py::arg("template_vars") = py::none())
       .def("reset", &RunnerCore::reset)
       .def("close", &RunnerCore::close)
       .def("last_logits", &last_logits)

@@ -5,6 +5,8 @@
 #include "bindings.h"
 #include "kestrel/api/backend_catalog.h"
 #include "kestrel/api/kernel_choice.h"
+#include "kestrel/core/error_helpers.h"
+#include "kestrel/llm/chat_session.h"
 
 namespace kestrel::python {
 
@@ -88,21 +90,44 @@ llm::GenerationConfig generation_config(const GenerationSettings& settings, uint
   return config;
 }
 
-Result<llm::GenerationResult> run_prompt(llm::Runner& runner, const Prompt& prompt,
-                                         const llm::GenerationConfig& config, const llm::TextCallback& on_text) {
-  if (const auto* text = std::get_if<std::string>(&prompt)) return runner.generate(*text, config, on_text);
-  return runner.generate_ids(std::get<std::vector<int64_t>>(prompt), config, on_text);
+Request prompt_request(Prompt prompt) {
+  return [prompt = std::move(prompt)](llm::Runner& runner, const llm::GenerationConfig& config,
+                                      const llm::TextCallback& on_text) -> Result<Generation> {
+    const auto* text = std::get_if<std::string>(&prompt);
+    auto result = text ? runner.generate(*text, config, on_text)
+                       : runner.generate_ids(std::get<std::vector<int64_t>>(prompt), config, on_text);
+    if (!result.ok()) return result.error();
+    Generation generation;
+    generation.result = std::move(result).value();
+    return generation;
+  };
 }
 
-Generation RunnerCore::generate(const Prompt& prompt, const GenerationSettings& settings) {
+Request chat_request(nlohmann::ordered_json messages, nlohmann::ordered_json variables) {
+  return [messages = std::move(messages), variables = std::move(variables)](
+             llm::Runner& runner, const llm::GenerationConfig& config,
+             const llm::TextCallback& on_text) -> Result<Generation> {
+    llm::ChatOptions options;
+    options.render.extra = variables;
+    KESTREL_ASSIGN_OR_RETURN(auto session, llm::ChatSession::create(runner, options));
+    KESTREL_ASSIGN_OR_RETURN(auto reply, session.respond(messages, config, on_text));
+    Generation generation;
+    generation.result = std::move(reply.generation);
+    generation.chat_prompt = std::move(reply.prompt);
+    generation.reused_tokens = reply.reused_tokens;
+    return generation;
+  };
+}
+
+Generation RunnerCore::run(const Request& request, const GenerationSettings& settings) {
   llm::Runner& runner = acquire();
   struct Release {
     RunnerCore* core;
     ~Release() { core->release(); }
   } release_on_exit{this};
 
-  Generation generation;
-  llm::GenerationConfig config = generation_config(settings, generation.seed);
+  uint64_t seed = 0;
+  llm::GenerationConfig config = generation_config(settings, seed);
   std::optional<py::error_already_set> interrupted;
   config.on_token = [&](int64_t) {
     py::gil_scoped_acquire gil;
@@ -110,13 +135,14 @@ Generation RunnerCore::generate(const Prompt& prompt, const GenerationSettings& 
     interrupted.emplace();  // takes the exception the signal handler raised (KeyboardInterrupt)
     return false;
   };
-  std::optional<Result<llm::GenerationResult>> result;
+  std::optional<Result<Generation>> result;
   {
     py::gil_scoped_release release;
-    result.emplace(run_prompt(runner, prompt, config, nullptr));
+    result.emplace(request(runner, config, nullptr));
   }
   if (interrupted) throw *interrupted;
-  generation.result = unwrap(std::move(*result));
+  Generation generation = unwrap(std::move(*result));
+  generation.seed = seed;
   return generation;
 }
 

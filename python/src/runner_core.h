@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kestrel/llm/runner.h"
 #include "python_allocator.h"
@@ -39,10 +42,23 @@ struct GenerationSettings {
 struct Generation {
   llm::GenerationResult result;
   uint64_t seed = 0;
+  std::optional<std::string> chat_prompt;  // chat: the rendered conversation the reply continues
+  int64_t reused_tokens = 0;               // chat: cached positions of earlier turns kept
 };
 
 // Text, or token ids (no tokenizer needed).
 using Prompt = std::variant<std::string, std::vector<int64_t>>;
+
+// What one request does with the runner; runs without the GIL (it must not touch Python).
+using Request = std::function<Result<Generation>(llm::Runner& runner, const llm::GenerationConfig& config,
+                                                 const llm::TextCallback& on_text)>;
+
+// A continuation of `prompt` (text or ids) after the session.
+Request prompt_request(Prompt prompt);
+// The assistant's reply to `messages` (a JSON list) through the program's chat template, with
+// `variables` (a JSON object: tools, documents, enable_thinking, ...); keeps the cache of the
+// prefix the conversation shares with the session.
+Request chat_request(nlohmann::ordered_json messages, nlohmann::ordered_json variables);
 
 class RunnerCore {
  public:
@@ -61,7 +77,7 @@ class RunnerCore {
 
   // Runs a request with the GIL released; a signal (Ctrl-C) raises its exception between
   // tokens and leaves the runner usable.
-  Generation generate(const Prompt& prompt, const GenerationSettings& settings);
+  Generation run(const Request& request, const GenerationSettings& settings);
   void reset();
   // Frees the runner (and the allocator's buffers) now rather than at garbage collection.
   void close();
@@ -74,8 +90,5 @@ class RunnerCore {
 
 // The llm config for `settings`; `seed` receives the seed it samples with.
 llm::GenerationConfig generation_config(const GenerationSettings& settings, uint64_t& seed);
-// Runs `prompt` (text or ids) on `runner`.
-Result<llm::GenerationResult> run_prompt(llm::Runner& runner, const Prompt& prompt,
-                                         const llm::GenerationConfig& config, const llm::TextCallback& on_text);
 
 }  // namespace kestrel::python

@@ -11,9 +11,13 @@ namespace {
 constexpr auto kSignalPoll = std::chrono::milliseconds(20);
 }  // namespace
 
-TextStream::TextStream(py::object owner, RunnerCore& core, Job job) : owner_(std::move(owner)), core_(&core) {
-  core_->acquire();
-  worker_ = std::thread([this, job = std::move(job)] {
+TextStream::TextStream(py::object owner, RunnerCore& core, Request request, const GenerationSettings& settings)
+    : owner_(std::move(owner)), core_(&core) {
+  uint64_t seed = 0;
+  llm::GenerationConfig config = generation_config(settings, seed);
+  llm::Runner& runner = core_->acquire();
+  config.on_token = [this](int64_t) { return !cancelled_.load(); };
+  worker_ = std::thread([this, &runner, request = std::move(request), config = std::move(config), seed] {
     auto on_text = [this](const std::string& piece) {
       {
         std::lock_guard lock(mutex_);
@@ -22,8 +26,8 @@ TextStream::TextStream(py::object owner, RunnerCore& core, Job job) : owner_(std
       ready_.notify_one();
       return !cancelled_.load();
     };
-    auto on_token = [this](int64_t) { return !cancelled_.load(); };
-    Result<Generation> outcome = job(on_text, on_token);
+    Result<Generation> outcome = request(runner, config, on_text);
+    if (outcome.ok()) outcome->seed = seed;
     {
       std::lock_guard lock(mutex_);
       outcome_.emplace(std::move(outcome));

@@ -20,14 +20,10 @@ namespace kestrel::python {
 
 class TextStream {
  public:
-  // Runs on the worker: generates, calling on_text with each piece and on_token after each
-  // token (both return false once the stream is closed).
-  using Job = std::function<Result<Generation>(const llm::TextCallback& on_text,
-                                                const std::function<bool(int64_t)>& on_token)>;
-
-  // `owner` is the Python runner whose `core` the job uses: kept alive, and busy, until the
-  // stream ends (exhausted, closed or collected).
-  TextStream(py::object owner, RunnerCore& core, Job job);
+  // Starts `request` with `settings` on a worker thread. `owner` is the Python runner whose
+  // `core` it runs on: kept alive, and busy, until the stream ends (exhausted, closed or
+  // collected).
+  TextStream(py::object owner, RunnerCore& core, Request request, const GenerationSettings& settings);
   ~TextStream();
   TextStream(const TextStream&) = delete;
   TextStream& operator=(const TextStream&) = delete;
