@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
+  python3-dev python3-pybind11 pybind11-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 missing=()
