@@ -7,10 +7,10 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 
 #include "kestrel/api/backend_catalog.h"
+#include "kestrel/api/generation.h"
 #include "kestrel/api/kernel_choice.h"
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/llm/chat_session.h"
@@ -26,22 +26,14 @@ struct RunArgs {
   std::string program;
   std::string prompt;
   std::string prompt_file;
-  int64_t max_new_tokens = 128;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  int repeat_last_n = 64;
+  api::GenerationSettings generation;
   int64_t seed = -1;
-  std::vector<std::string> stop;
   bool chat = false;
   std::string system;
   std::string messages;
   bool stats = false;
   bool json = false;
   bool no_bos = false;
-  bool ignore_eos = false;
   std::string allocator = "heap";
   std::string kernels = "optimized";
   int threads = 0;
@@ -182,18 +174,10 @@ Status run_generate(const RunArgs& args) {
   options.allocator = args.allocator;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
 
-  llm::GenerationConfig config;
-  config.max_new_tokens = args.max_new_tokens;
-  config.stop_strings = args.stop;
-  config.add_bos = !args.no_bos;
-  config.stop_at_eos = !args.ignore_eos;
-  config.sampler.temperature = args.temperature;
-  config.sampler.top_k = args.top_k;
-  config.sampler.top_p = args.top_p;
-  config.sampler.min_p = args.min_p;
-  config.sampler.repetition_penalty = args.repeat_penalty;
-  config.sampler.repetition_last_n = args.repeat_last_n;
-  config.sampler.seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
+  api::GenerationSettings settings = args.generation;
+  if (args.seed >= 0) settings.seed = static_cast<uint64_t>(args.seed);
+  settings.add_bos = !args.no_bos;
+  const llm::GenerationConfig config = api::generation_config(settings);
 
   if (args.chat) return run_chat(*runner, config, args);
   if (!args.messages.empty()) return run_messages(*runner, config, args);
@@ -236,19 +220,19 @@ void add_run_command(CLI::App& app) {
   command->add_option("PROGRAM", args.program, "Program file (.kst)")->required();
   command->add_option("-p,--prompt", args.prompt, "Prompt text");
   command->add_option("-f,--prompt-file", args.prompt_file, "Read the prompt from a file");
-  command->add_option("-n,--max-new-tokens", args.max_new_tokens, "Tokens to generate")->capture_default_str();
-  command->add_option("--temperature,--temp", args.temperature, "Sampling temperature; 0 means greedy")
+  command->add_option("-n,--max-new-tokens", args.generation.max_new_tokens, "Tokens to generate")->capture_default_str();
+  command->add_option("--temperature,--temp", args.generation.temperature, "Sampling temperature; 0 means greedy")
       ->capture_default_str();
-  command->add_option("--top-k", args.top_k, "Keep the k most likely tokens; 0 disables")->capture_default_str();
-  command->add_option("--top-p", args.top_p, "Nucleus sampling mass; 1 disables")->capture_default_str();
-  command->add_option("--min-p", args.min_p, "Drop tokens below min-p times the best; 0 disables")
+  command->add_option("--top-k", args.generation.top_k, "Keep the k most likely tokens; 0 disables")->capture_default_str();
+  command->add_option("--top-p", args.generation.top_p, "Nucleus sampling mass; 1 disables")->capture_default_str();
+  command->add_option("--min-p", args.generation.min_p, "Drop tokens below min-p times the best; 0 disables")
       ->capture_default_str();
-  command->add_option("--repeat-penalty", args.repeat_penalty, "Penalty for recent tokens; 1 disables")
+  command->add_option("--repeat-penalty", args.generation.repeat_penalty, "Penalty for recent tokens; 1 disables")
       ->capture_default_str();
-  command->add_option("--repeat-last-n", args.repeat_last_n, "How many recent tokens the penalty sees")
+  command->add_option("--repeat-last-n", args.generation.repeat_last_n, "How many recent tokens the penalty sees")
       ->capture_default_str();
   command->add_option("-s,--seed", args.seed, "Sampling seed (default: random; printed with --json)");
-  command->add_option("--stop", args.stop, "Stop when this text is generated (repeatable)")->allow_extra_args(false);
+  command->add_option("--stop", args.generation.stop, "Stop when this text is generated (repeatable)")->allow_extra_args(false);
   command->add_flag("--chat", args.chat,
                     "Interactive multi-turn session on stdin, through the program's chat template when it has one");
   command->add_option("--system", args.system, "With --chat: a system message that opens the conversation");
@@ -258,7 +242,7 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--stats", args.stats, "Print load time, time to first token, tok/s and peak RSS");
   command->add_flag("--json", args.json, "Print one JSON object with text, token ids, stop reason and stats");
   command->add_flag("--no-bos", args.no_bos, "Do not prepend the beginning-of-sequence token");
-  command->add_flag("--ignore-eos", args.ignore_eos, "Keep generating past end-of-sequence tokens");
+  command->add_flag("--ignore-eos", args.generation.ignore_eos, "Keep generating past end-of-sequence tokens");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();
   command->add_option("--kernels", args.kernels,

@@ -148,11 +148,7 @@ class Runner:
         filters; seed None picks a random seed (result.seed); generation stops at an end-of-
         sequence token (unless ignore_eos), at one of the `stop` texts or after max_new_tokens.
         """
-        config = GenerationConfig(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
-            stop=None if stop is None else list(stop), add_bos=add_bos, ignore_eos=ignore_eos)
-        return self._core.generate(_prompt(prompt), config)
+        return self._core.generate(_prompt(prompt), _config(locals()))
 
     def stream(
         self,
@@ -175,11 +171,7 @@ class Runner:
         The pieces join to the text generate() returns for the same request; the stream's
         `result` holds the GenerationResult once it has ended.
         """
-        config = GenerationConfig(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
-            stop=None if stop is None else list(stop), add_bos=add_bos, ignore_eos=ignore_eos)
-        return self._core.stream(_prompt(prompt), config)
+        return self._core.stream(_prompt(prompt), _config(locals()))
 
     def chat(
         self,
@@ -209,11 +201,7 @@ class Runner:
         template_vars ("documents", "enable_thinking", ...) become template variables.
         Raises NotFoundError when the program has no chat template.
         """
-        config = GenerationConfig(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
-            stop=None if stop is None else list(stop), ignore_eos=ignore_eos)
-        return self._core.chat(list(messages), config, _optional_list(tools), _optional_dict(template_vars))
+        return self._core.chat(list(messages), _config(locals()), _optional_list(tools), _optional_dict(template_vars))
 
     def stream_chat(
         self,
@@ -233,11 +221,8 @@ class Runner:
         template_vars: Optional[Mapping[str, Any]] = None,
     ) -> TextStream:
         """Like chat(), yielding the reply's text pieces as they are generated."""
-        config = GenerationConfig(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-            repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n, seed=seed,
-            stop=None if stop is None else list(stop), ignore_eos=ignore_eos)
-        return self._core.stream_chat(list(messages), config, _optional_list(tools), _optional_dict(template_vars))
+        return self._core.stream_chat(list(messages), _config(locals()), _optional_list(tools),
+                                      _optional_dict(template_vars))
 
     def render_chat(
         self,
@@ -304,6 +289,18 @@ class Runner:
     @property
     def load_ms(self) -> float:
         return self._core.load_ms
+
+
+_CONFIG_FIELDS = ("max_new_tokens", "temperature", "top_k", "top_p", "min_p", "repeat_penalty", "repeat_last_n",
+                  "seed", "stop", "add_bos", "ignore_eos")
+
+
+def _config(arguments: dict[str, Any]) -> GenerationConfig:
+    """The GenerationConfig of a method's keyword arguments (its locals())."""
+    values = {name: arguments[name] for name in _CONFIG_FIELDS if name in arguments}
+    if values.get("stop") is not None:
+        values["stop"] = list(values["stop"])
+    return GenerationConfig(**values)
 
 
 def _optional_list(value: Optional[Sequence[Any]]) -> Optional[list[Any]]:

@@ -1,7 +1,5 @@
 #include "runner_core.h"
 
-#include <random>
-
 #include "bindings.h"
 #include "kestrel/api/backend_catalog.h"
 #include "kestrel/api/kernel_choice.h"
@@ -68,28 +66,6 @@ llm::Runner& RunnerCore::acquire() {
 
 void RunnerCore::release() { busy_ = false; }
 
-llm::GenerationConfig generation_config(const GenerationSettings& settings, uint64_t& seed) {
-  llm::GenerationConfig config;
-  config.max_new_tokens = settings.max_new_tokens;
-  config.stop_strings = settings.stop;
-  config.add_bos = settings.add_bos;
-  config.stop_at_eos = !settings.ignore_eos;
-  config.sampler.temperature = settings.temperature;
-  config.sampler.top_k = settings.top_k;
-  config.sampler.top_p = settings.top_p;
-  config.sampler.min_p = settings.min_p;
-  config.sampler.repetition_penalty = settings.repeat_penalty;
-  config.sampler.repetition_last_n = settings.repeat_last_n;
-  if (settings.seed) {
-    seed = *settings.seed;
-  } else {
-    std::random_device device;
-    seed = (static_cast<uint64_t>(device()) << 32) | device();
-  }
-  config.sampler.seed = seed;
-  return config;
-}
-
 Request prompt_request(Prompt prompt) {
   return [prompt = std::move(prompt)](llm::Runner& runner, const llm::GenerationConfig& config,
                                       const llm::TextCallback& on_text) -> Result<Generation> {
@@ -126,8 +102,7 @@ Generation RunnerCore::run(const Request& request, const GenerationSettings& set
     ~Release() { core->release(); }
   } release_on_exit{this};
 
-  uint64_t seed = 0;
-  llm::GenerationConfig config = generation_config(settings, seed);
+  llm::GenerationConfig config = api::generation_config(settings);
   std::optional<py::error_already_set> interrupted;
   config.on_token = [&](int64_t) {
     py::gil_scoped_acquire gil;
@@ -142,7 +117,7 @@ Generation RunnerCore::run(const Request& request, const GenerationSettings& set
   }
   if (interrupted) throw *interrupted;
   Generation generation = unwrap(std::move(*result));
-  generation.seed = seed;
+  generation.seed = config.sampler.seed;
   return generation;
 }
 

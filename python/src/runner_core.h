@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kestrel/api/generation.h"
 #include "kestrel/llm/runner.h"
 #include "python_allocator.h"
 
@@ -22,21 +23,8 @@ namespace kestrel::python {
 
 namespace py = pybind11;
 
-// kestrel.GenerationConfig: the sampling and stopping settings of one request (the CLI's
-// `kestrel run` flags, with the same defaults).
-struct GenerationSettings {
-  int64_t max_new_tokens = 128;
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  int repeat_last_n = 64;
-  std::optional<uint64_t> seed;  // none: a random seed, reported in the result
-  std::vector<std::string> stop;
-  bool add_bos = true;
-  bool ignore_eos = false;
-};
+// kestrel.GenerationConfig: the CLI's `kestrel run` settings, with the same defaults.
+using GenerationSettings = api::GenerationSettings;
 
 // One finished request, with the seed it sampled with.
 struct Generation {
@@ -88,7 +76,5 @@ class RunnerCore {
   bool busy_ = false;  // guarded by the GIL
 };
 
-// The llm config for `settings`; `seed` receives the seed it samples with.
-llm::GenerationConfig generation_config(const GenerationSettings& settings, uint64_t& seed);
 
 }  // namespace kestrel::python

@@ -9,18 +9,21 @@ namespace kestrel::python {
 namespace {
 // How often a waiting iterator looks for signals.
 constexpr auto kSignalPoll = std::chrono::milliseconds(20);
+// Pieces the worker may generate ahead of the consumer before it waits.
+constexpr size_t kMaxPending = 16;
 }  // namespace
 
 TextStream::TextStream(py::object owner, RunnerCore& core, Request request, const GenerationSettings& settings)
     : owner_(std::move(owner)), core_(&core) {
-  uint64_t seed = 0;
-  llm::GenerationConfig config = generation_config(settings, seed);
+  llm::GenerationConfig config = api::generation_config(settings);
+  const uint64_t seed = config.sampler.seed;
   llm::Runner& runner = core_->acquire();
   config.on_token = [this](int64_t) { return !cancelled_.load(); };
   worker_ = std::thread([this, &runner, request = std::move(request), config = std::move(config), seed] {
     auto on_text = [this](const std::string& piece) {
       {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
+        space_.wait(lock, [this] { return pieces_.size() < kMaxPending || cancelled_.load(); });
         pieces_.push_back(piece);
       }
       ready_.notify_one();
@@ -51,6 +54,10 @@ TextStream::~TextStream() {
 std::optional<Result<Generation>> TextStream::finish() {
   if (finished_) return std::nullopt;
   {
+    std::lock_guard lock(mutex_);  // the worker checks `cancelled_` under the lock before waiting
+  }
+  space_.notify_all();
+  {
     py::gil_scoped_release release;
     worker_.join();
   }
@@ -72,6 +79,7 @@ py::str TextStream::next() {
       if (!pieces_.empty()) {
         piece = std::move(pieces_.front());
         pieces_.pop_front();
+        space_.notify_one();
       } else {
         done = outcome_.has_value();
       }

@@ -1,6 +1,7 @@
 // kestrel.TextStream: a request running on a worker thread whose text pieces the Python
-// iterator hands out as they are generated. The worker never touches Python; the iterator
-// waits with the GIL released and checks for signals (Ctrl-C) while it waits.
+// iterator hands out as they are generated. The worker never touches Python and runs at most
+// a few pieces ahead of the consumer; the iterator waits with the GIL released and checks for
+// signals (Ctrl-C) while it waits.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -46,7 +47,8 @@ class TextStream {
   std::thread worker_;
   std::atomic<bool> cancelled_{false};
   std::mutex mutex_;
-  std::condition_variable ready_;
+  std::condition_variable ready_;  // a piece or the outcome arrived
+  std::condition_variable space_;  // the consumer took a piece, or the stream was closed
   std::deque<std::string> pieces_;               // guarded by mutex_
   std::optional<Result<Generation>> outcome_;    // guarded by mutex_; set when the worker is done
   bool finished_ = false;                        // joined (GIL)

@@ -2,6 +2,7 @@
 step's logits, and errors."""
 
 import json
+import time
 import unittest
 
 import numpy as np
@@ -156,9 +157,10 @@ class StreamTest(unittest.TestCase):
         self.assertIn("busy", str(caught.exception))
         with self.assertRaises(RuntimeError):
             self.runner.last_logits()
+        time.sleep(0.2)  # an idle consumer: the worker waits a few pieces ahead instead of finishing
         stream.close()
         self.assertEqual(stream.result.stop_reason, "callback")
-        self.assertLess(len(stream.result.token_ids), 100)
+        self.assertLess(len(stream.result.token_ids), 40)
         self.assertEqual(list(stream), [])
         # Dropping a stream mid-way frees the runner too.
         for _ in self.runner.stream("Once", max_new_tokens=50):

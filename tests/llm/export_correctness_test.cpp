@@ -144,14 +144,6 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class ExportCorrectness : public ::testing::TestWithParam<Case> {};
 
-double max_abs_error(std::span<const float> actual, const std::vector<double>& expected) {
-  EXPECT_EQ(actual.size(), expected.size());
-  double worst = 0;
-  for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(actual[i]) - expected[i]));
-  return worst;
-}
-
 TEST_P(ExportCorrectness, LogitsAndGreedyTokensMatchReferenceInEveryRouting) {
   const Case& c = GetParam();
   constexpr int64_t kStep = 4;

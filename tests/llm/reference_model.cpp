@@ -361,4 +361,12 @@ std::vector<int64_t> ReferenceModel::greedy(std::vector<int64_t> prompt, int cou
   return generated;
 }
 
+double max_abs_error(std::span<const float> actual, const std::vector<double>& expected) {
+  EXPECT_EQ(actual.size(), expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(actual[i]) - expected[i]));
+  return worst;
+}
+
 }  // namespace kestrel::testing

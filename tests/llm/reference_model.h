@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,8 @@ class ReferenceModel {
   std::vector<Layer> layers_;
   std::map<std::string, std::vector<double>> weights_;
 };
+
+// Largest |actual - expected| (a gtest failure when the sizes differ).
+double max_abs_error(std::span<const float> actual, const std::vector<double>& expected);
 
 }  // namespace kestrel::testing

@@ -10,6 +10,7 @@
 #include "kestrel/llm/runner.h"
 #include "kestrel/llm/stop_strings.h"
 #include "kestrel/program/io_contract.h"
+#include "llm/reference_model.h"
 #include "llm/test_programs.h"
 
 namespace kestrel::testing {
@@ -383,6 +384,60 @@ TEST(StopStringFilter, HoldsBackPossiblePrefixesAndCutsAtTheMatch) {
   EXPECT_EQ(other.push("E"), "");
   EXPECT_EQ(other.flush(), "E");
   EXPECT_FALSE(other.stopped());
+}
+
+// ---- caller hooks: the last step's logits and the per-token callback ----
+
+TEST(RunnerHooks, LastLogitsAreTheReferenceScoresOfTheLastStep) {
+  auto runner = std::move(runner_for(base_spec())).value();
+  EXPECT_TRUE(runner->last_logits().empty());
+  const ReferenceModel reference(small_fixture());
+  std::vector<int64_t> tokens{1, 17, 42, 5, 88, 23};
+
+  // No new tokens: the prompt runs through the model and nothing is sampled.
+  auto scored = runner->generate_ids(tokens, greedy(0));
+  ASSERT_TRUE(scored.ok()) << scored.error().to_string();
+  EXPECT_TRUE(scored->token_ids.empty());
+  EXPECT_LE(max_abs_error(runner->last_logits(), reference.forward(tokens).back()), 1e-4);
+
+  // After generating n tokens the model has seen the first n - 1 of them (the last one is
+  // sampled from these logits and enters the cache with the next request).
+  runner->reset();
+  EXPECT_TRUE(runner->last_logits().empty());
+  auto generated = runner->generate_ids(tokens, greedy(4));
+  ASSERT_TRUE(generated.ok()) << generated.error().to_string();
+  ASSERT_EQ(generated->token_ids.size(), 4u);
+  const auto logits = runner->last_logits();
+  EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(), generated->token_ids.back());
+  tokens.insert(tokens.end(), generated->token_ids.begin(), generated->token_ids.end() - 1);
+  EXPECT_LE(max_abs_error(logits, reference.forward(tokens).back()), 1e-4);
+}
+
+TEST(RunnerHooks, TokenCallbackSeesEachTokenAndStopsBetweenTokens) {
+  auto runner = std::move(runner_for(base_spec())).value();
+  const auto whole = runner->generate_ids({1, 2, 3}, greedy(8));
+  ASSERT_TRUE(whole.ok());
+
+  auto fresh = std::move(runner_for(base_spec())).value();
+  std::vector<int64_t> seen;
+  auto config = greedy(8);
+  config.on_token = [&](int64_t token) {
+    seen.push_back(token);
+    return seen.size() < 3;
+  };
+  auto stopped = fresh->generate_ids({1, 2, 3}, config);
+  ASSERT_TRUE(stopped.ok()) << stopped.error().to_string();
+  EXPECT_EQ(stopped->stop_reason, "callback");
+  EXPECT_EQ(seen, std::vector<int64_t>(whole->token_ids.begin(), whole->token_ids.begin() + 3));
+  EXPECT_EQ(stopped->token_ids, seen);
+
+  // The session stays usable: the next turn continues exactly as an uninterrupted one would.
+  auto next = fresh->generate_ids({9, 10}, greedy(4));
+  auto reference_session = std::move(runner_for(base_spec())).value();
+  ASSERT_TRUE(reference_session->generate_ids({1, 2, 3}, greedy(3)).ok());
+  auto expected = reference_session->generate_ids({9, 10}, greedy(4));
+  ASSERT_TRUE(next.ok() && expected.ok());
+  EXPECT_EQ(next->token_ids, expected->token_ids);
 }
 
 }  // namespace
