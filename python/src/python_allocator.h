@@ -37,7 +37,8 @@ class PythonBufferAllocator final : public runtime::BufferAllocator {
   Status bind(void* buffer, const std::string& method, size_t io_index, bool is_input) override;
   void free(void* buffer) override;
 
-  // Re-raises the first exception a hook raised, if any (GIL held).
+  // Whether a hook raised; raise_pending_error() re-raises the first exception (GIL held).
+  bool has_pending_error() const { return error_.has_value(); }
   void raise_pending_error();
 
  private:

@@ -24,19 +24,15 @@ RunnerCore::RunnerCore(const std::filesystem::path& path, const py::object& allo
     py::gil_scoped_release release;
     loaded.emplace(llm::Runner::load(path.string(), options));
   }
-  if (allocator_) {
-    // A hook's own exception explains a failed load better than the runner's error does.
-    if (!loaded->ok()) allocator_->raise_pending_error();
-    try {
-      allocator_->raise_pending_error();
-    } catch (...) {
-      loaded.reset();  // frees what the allocator handed out
-      throw;
-    }
+  // A hook's own exception explains a failed load better than the runner's error does.
+  if (allocator_ && allocator_->has_pending_error()) {
+    loaded.reset();  // a loaded runner frees what the allocator handed out
+    allocator_->raise_pending_error();
   }
   runner_ = unwrap(std::move(*loaded));
 }
 
+// The runner goes first: its buffers are freed through the allocator while that still lives.
 RunnerCore::~RunnerCore() { runner_.reset(); }
 
 llm::Runner& RunnerCore::loaded() {
