@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "kestrel/core/result.h"
@@ -24,6 +25,12 @@ const QnnOpRule* find_qnn_op_rule(std::string_view op);
 // Ok when the node can run on QNN HTP; otherwise an error (kUnsupported) saying why, naming
 // the node and the offending input or attribute.
 Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node);
+// kNarrowedToI32: judge the node as if its i64 index inputs were cast to i32 (what the
+// narrow_index_inputs edge transform asks before casting them).
+enum class IndexDType { kAsIs, kNarrowedToI32 };
+Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node, IndexDType index_dtype);
+// Whether input `input` of a Kestrel op is an integer index (ids, positions, index).
+bool is_qnn_index_input(const std::string& op, size_t input);
 
 // Largest tensor rank the HTP lowering accepts.
 inline constexpr int kQnnMaxRank = 5;
