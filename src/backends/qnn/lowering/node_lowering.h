@@ -12,7 +12,7 @@ namespace kestrel::qnn::lowering {
 class NodeLowering {
  public:
   NodeLowering(PlanBuilder& builder, const QnnPayload& payload, const QnnPayloadNode& node)
-      : b(builder), payload_(payload), node_(node), prefix_("n" + std::to_string(node.id) + "_" + node.op) {}
+      : b(builder), payload_(payload), node_(node), prefix_(fmt::format("n{}_{}", node.id, node.op)) {}
 
   PlanBuilder& b;
 
