@@ -128,6 +128,10 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node, 
   const QnnOpRule* rule = find_qnn_op_rule(node.op);
   if (rule == nullptr) return unsupported(node, "op is not in the QNN HTP op table");
   if (rule->qnn_ops.empty()) return unsupported(node, std::string(rule->notes));
+  if (node.op == "cast" && !node.inputs.empty() && node.inputs[0] >= 0 &&
+      node.inputs[0] < static_cast<exporter::ValueId>(graph.values().size()) &&
+      graph.value(node.inputs[0]).dtype == DType::kI64)
+    return unsupported(node, "QNN HTP has no 64-bit integers: this i64 -> i32 cast runs on the CPU");
   if (node.inputs.size() < expected_inputs_min(node.op)) {
     return unsupported(node, fmt::format("expected at least {} inputs, got {}",
                                          expected_inputs_min(node.op), node.inputs.size()));
