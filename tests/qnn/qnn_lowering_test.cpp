@@ -191,6 +191,10 @@ struct AttentionCase {
   std::vector<int64_t> positions;
 };
 
+void PrintTo(const AttentionCase& c, std::ostream* out) {
+  *out << "Hq " << c.Hq << ", Hkv " << c.Hkv << ", T " << c.T;
+}
+
 class QnnAttentionLowering : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(QnnAttentionLowering, CausalOverTheStaticCache) {

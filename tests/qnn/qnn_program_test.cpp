@@ -53,6 +53,8 @@ struct Variant {
   std::string logits = "last";
 };
 
+void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.name; }
+
 class QnnProgram : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(QnnProgram, MatchesThePortableProgramOnTheStandIn) {
