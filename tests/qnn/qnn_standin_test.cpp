@@ -78,6 +78,17 @@ TEST_F(StandinGraph, RefusesWhatTheOpDefinitionsRefuse) {
   EXPECT_TRUE(says(api_.add_node(graph_, op("j", op::kSigmoid, {y}, {wrong})), "finalized"));
 }
 
+TEST_F(StandinGraph, TensorNamesAreUniqueInTheContext) {
+  add(tensor("x", QnnTensorType::kAppWrite, {4}));
+  auto second = api_.create_graph(context_, "h", {});
+  ASSERT_TRUE(second.ok());
+  auto clash = api_.create_tensor(*second, tensor("x", QnnTensorType::kAppWrite, {4}));
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message().find("taken in this context (by graph 'g')"), std::string::npos)
+      << clash.error().message();
+  EXPECT_FALSE(api_.create_graph(context_, "g", {}).ok()) << "graph names too";
+}
+
 TEST_F(StandinGraph, StaticDataMustFitItsTensor) {
   std::vector<float> values(5);
   auto spec = tensor("s", QnnTensorType::kStatic, {2, 3});

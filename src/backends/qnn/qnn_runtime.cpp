@@ -127,7 +127,8 @@ Result<std::unique_ptr<QnnDelegate>> QnnRuntime::create_delegate(const QnnPayloa
   auto graph = api_->create_graph(context.handle, name, config);
   if (!graph.ok()) return failed(graph.error());
   delegate->graph_ = *graph;
-  for (const QnnTensorSpec& spec : plan->tensors) {
+  for (QnnTensorSpec spec : plan->tensors) {
+    spec.name = name + "_" + spec.name;  // QNN wants tensor names unique in the context
     auto id = api_->create_tensor(delegate->graph_, spec);
     if (!id.ok()) return failed(id.error());
     delegate->api_ids_.push_back(*id);

@@ -152,9 +152,10 @@ class SdkApi final : public QnnApi {
     v1.dataType = qnn_type(spec.data_type);
     v1.rank = static_cast<uint32_t>(t.dims.size());
     v1.dimensions = t.dims.data();
-    v1.memType = static_cast<Qnn_TensorMemType_t>(static_cast<uint32_t>(spec.mem_type));
+    // Created as RAW: execute() sets each binding's memory type (QNN takes it per call, and
+    // some backends refuse MEMHANDLE at creation).
+    v1.memType = QNN_TENSORMEMTYPE_RAW;
     if (spec.type == QnnTensorType::kStatic) {
-      v1.memType = QNN_TENSORMEMTYPE_RAW;
       v1.clientBuf.data = const_cast<uint8_t*>(spec.data.data());
       v1.clientBuf.dataSize = static_cast<uint32_t>(spec.data.size());
     }

@@ -101,8 +101,11 @@ Result<QnnTensorId> StandinApi::create_tensor(QnnGraphHandle handle, const QnnTe
   };
   if (graph->finalized) return fail("the graph is finalized");
   if (spec.name.empty()) return fail("a tensor needs a name");
-  for (const Tensor& t : graph->tensors)
-    if (t.spec.name == spec.name) return fail("the name is taken");
+  // As in QNN, tensor names are unique in the whole context, not only in the graph.
+  for (const auto& other : graph->context->graphs)
+    for (const Tensor& t : other->tensors)
+      if (t.spec.name == spec.name)
+        return fail(fmt::format("the name is taken in this context (by graph '{}')", other->name));
   if (spec.dims.empty()) return fail("rank 0");
   for (uint32_t d : spec.dims)
     if (d == 0) return fail("a dim is 0");
