@@ -55,16 +55,27 @@ TEST(QnnOpSupport, DecoderLayerOpsAreSupported) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
   for (const auto& node : g.nodes()) {
-    Status status = check_qnn_node(g, node, IndexDType::kNarrowedToI32);
+    Status status = check_qnn_node(g, node);
     EXPECT_TRUE(status.ok()) << node.op << ": " << status.error().to_string();
-    // As exported (i64 tokens and positions), the index readers wait for the i32 cast.
-    Status as_is = check_qnn_node(g, node);
-    const bool reads_index = node.op == "embedding" || node.op == "rope" || node.op == "index_copy" ||
-                             node.op == "attention";
-    EXPECT_EQ(as_is.ok(), !reads_index) << node.op;
-    if (reads_index) {
-      EXPECT_NE(as_is.error().message().find("is i64, expected i32"), std::string::npos);
-    }
+  }
+}
+
+// QNN HTP has no 64-bit integers: the nodes the table accepts with i64 indices get them as i32
+// from the edge transform; a partition that still carries an i64 index (partitioned without
+// the transform) is refused by the lowering at export.
+TEST(QnnOpSupport, I64IndicesAreCastBeforeTheyReachQnn) {
+  LayerIds ids;
+  Graph without_transform = decoder_layer(ids);
+  auto refused = make_partitioner().partition(without_transform);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("i64 has no QNN HTP tensor type"), std::string::npos)
+      << refused.error().message();
+  Graph g = decoder_layer(ids);
+  ASSERT_TRUE(partition(g).ok());
+  for (const auto& delegate : g.delegates()) {
+    auto payload = parse_qnn_payload(delegate.payload);
+    ASSERT_TRUE(payload.ok());
+    for (const auto& value : payload->values) EXPECT_NE(value.dtype, DType::kI64) << value.name;
   }
 }
 
@@ -107,9 +118,7 @@ TEST(QnnOpSupport, DtypeRules) {
   EXPECT_FALSE(ok(c)) << "bf16 weights stay portable";
   EXPECT_FALSE(ok(n)) << "bf16 norm weight stays portable";
   EXPECT_FALSE(ok(am)) << "argmax: i64 output";
-  EXPECT_FALSE(ok(e)) << "f16 table, i64 ids: no 64-bit integers on the HTP";
-  EXPECT_TRUE(check_qnn_node(g, *g.find_node(g.value(e).producer), IndexDType::kNarrowedToI32).ok())
-      << "f16 table, ids cast to i32";
+  EXPECT_TRUE(ok(e)) << "f16 table, i64 ids (cast to i32 by the edge transform)";
   EXPECT_FALSE(ok(eq8)) << "q8 table";
   EXPECT_FALSE(ok(bad_ids)) << "float ids";
   EXPECT_TRUE(ok(s));

@@ -23,7 +23,7 @@ class NarrowIndexInputs final : public exporter::Pass {
     for (size_t n = 0; n < nodes.size(); ++n) {
       const exporter::Node& node = nodes[n];
       if (node.op == "delegate" || !options_.skip_reason(graph, node).empty()) continue;
-      if (!check_qnn_node(graph, node, IndexDType::kNarrowedToI32).ok()) continue;
+      if (!check_qnn_node(graph, node).ok()) continue;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const exporter::Value& value = graph.value(node.inputs[i]);
         if (is_qnn_index_input(node.op, i) && value.dtype == DType::kI64 && value.producer < 0 &&

@@ -2,10 +2,11 @@
 // - Activations and weights must be f32 or f16. The delegate compiles with fp16 precision, so
 //   f32 graph tensors run as fp16 on the HTP. bf16 has no HTP type, and Kestrel's block q8
 //   (an f16 scale per 32 int8 values) is not a QNN quantization encoding: both stay portable.
-// - Integer tensors appear only as index inputs (ids, positions, index_copy's index), and only
-//   as i32: QNN HTP has no 64-bit integers. The narrow_index_inputs edge transform casts the
-//   program's i64 token and position inputs to i32 for the nodes QNN will take. No delegated
-//   op produces an integer tensor: argmax (i64 output) stays portable.
+// - Integer tensors appear only as index inputs (ids, positions, index_copy's index). QNN HTP
+//   has no 64-bit integers: the lowering takes i32 indices only, and the narrow_index_inputs
+//   edge transform, which runs before partitioning, casts the program's i64 token and position
+//   inputs to i32 for every node this table accepts, so accepting i64 here means "after that
+//   cast". No delegated op produces an integer tensor: argmax (i64 output) stays portable.
 // - Shapes are static (every dim > 0) and of rank <= kQnnMaxRank.
 #include "kestrel/backends/qnn/op_support.h"
 
@@ -19,7 +20,7 @@ namespace kestrel::qnn {
 namespace {
 
 constexpr std::array<QnnOpRule, 18> kRules{{
-    {"embedding", "Gather(axis 0) [+ Cast for an f16 table]", "table f32/f16; ids i32",
+    {"embedding", "Gather(axis 0) [+ Cast for an f16 table]", "table f32/f16; ids i32 (i64 cast by narrow_index_inputs)",
      "q8 and bf16 tables stay portable"},
     {"rms_norm", "RmsNorm(epsilon, axes [last])", "x f32; weight f32/f16", "bf16 weight stays portable"},
     {"layer_norm", "LayerNorm(epsilon, axes [last])", "x f32; weight, bias f32/f16", "bf16 weight stays portable"},
@@ -29,18 +30,18 @@ constexpr std::array<QnnOpRule, 18> kRules{{
     {"rope",
      "Gather(cos, sin) + StridedSlice (halves) or Reshape + StridedSlice (pairs) + ElementWiseMultiply + "
      "ElementWiseSubtract + ElementWiseAdd + Concat",
-     "x f32; positions i32; cos, sin f32/f16", "style half or interleaved; partial rotary (rotary_dim) stays portable"},
+     "x f32; positions i32 (i64 cast); cos, sin f32/f16", "style half or interleaved; partial rotary (rotary_dim) stays portable"},
     {"softmax", "Softmax(axis, beta 1)", "x f32", ""},
     {"attention",
      "ElementWiseMultiply(scale) + Reshape + MatMul(transpose_in1) + ElementWiseLessEqual(slots, positions) + "
      "ElementWiseSelect + Softmax + MatMul + Reshape",
-     "q, k, v f32; positions i32", "Hq a multiple of Hkv; sliding window stays portable"},
+     "q, k, v f32; positions i32 (i64 cast)", "Hq a multiple of Hkv; sliding window stays portable"},
     {"silu", "Sigmoid + ElementWiseMultiply", "x f32", ""},
     {"gelu", "Gelu (none); ElementWiseMultiply/Add + Tanh (tanh)", "x f32", ""},
     {"mul", "ElementWiseMultiply", "a, b f32", "suffix broadcast"},
     {"add", "ElementWiseAdd", "a, b f32", "suffix broadcast"},
     {"index_copy", "Reshape + ElementWiseAdd + Concat (indices) + ScatterNd(reduction none)",
-     "dst, src f32 (same dtype); index i32",
+     "dst, src f32 (same dtype); index i32 (i64 cast)",
      "writes a new output tensor; keep it portable with skip_node_op_set={index_copy} to update a cache in place"},
     {"reshape", "Reshape", "f32/f16", "integer reshapes stay portable"},
     {"transpose", "Transpose(perm)", "f32/f16", ""},
@@ -121,10 +122,6 @@ int64_t int_attr_or(const exporter::Node& node, const std::string& name, int64_t
 }  // namespace
 
 Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) {
-  return check_qnn_node(graph, node, IndexDType::kAsIs);
-}
-
-Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node, IndexDType index_dtype) {
   const QnnOpRule* rule = find_qnn_op_rule(node.op);
   if (rule == nullptr) return unsupported(node, "op is not in the QNN HTP op table");
   if (rule->qnn_ops.empty()) return unsupported(node, std::string(rule->notes));
@@ -143,10 +140,9 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node, 
     const exporter::Value& v = graph.value(id);
     KESTREL_RETURN_IF_ERROR(check_value(node, v, "input"));
     if (is_index_input(node.op, i)) {
-      const bool narrowed = index_dtype == IndexDType::kNarrowedToI32 && v.dtype == DType::kI64;
-      if (v.dtype != DType::kI32 && !narrowed) {
-        return unsupported(node, fmt::format("index input '{}' is {}, expected i32 (QNN HTP has no 64-bit integers; "
-                                             "the narrow_index_inputs edge transform casts graph inputs)",
+      if (v.dtype != DType::kI32 && v.dtype != DType::kI64) {
+        return unsupported(node, fmt::format("index input '{}' is {}, expected i32 or i64 (cast to i32 by the "
+                                             "narrow_index_inputs edge transform)",
                                              v.name, dtype_name(v.dtype)));
       }
     } else if (!is_htp_float(v.dtype)) {

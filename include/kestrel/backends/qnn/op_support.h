@@ -23,12 +23,10 @@ std::span<const QnnOpRule> qnn_op_table();
 const QnnOpRule* find_qnn_op_rule(std::string_view op);
 
 // Ok when the node can run on QNN HTP; otherwise an error (kUnsupported) saying why, naming
-// the node and the offending input or attribute.
+// the node and the offending input or attribute. An i64 index input counts as supported: the
+// narrow_index_inputs edge transform casts it to i32 before partitioning (the lowering itself
+// takes i32 only).
 Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node);
-// kNarrowedToI32: judge the node as if its i64 index inputs were cast to i32 (what the
-// narrow_index_inputs edge transform asks before casting them).
-enum class IndexDType { kAsIs, kNarrowedToI32 };
-Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node, IndexDType index_dtype);
 // Whether input `input` of a Kestrel op is an integer index (ids, positions, index).
 bool is_qnn_index_input(const std::string& op, size_t input);
 

@@ -687,40 +687,30 @@ Result<QnnScalar> OpArgs::scalar(const char* name, QnnDataType type) const {
   return *s;
 }
 
+template <typename T>
+Result<T> OpArgs::scalar_or(const char* name, QnnDataType type, std::optional<T> fallback, T QnnScalar::*field) const {
+  if (param(name) == nullptr) {
+    if (fallback) return *fallback;
+    return fail("parameter '{}' is missing", name);
+  }
+  KESTREL_ASSIGN_OR_RETURN(QnnScalar s, scalar(name, type));
+  return s.*field;
+}
+
 Result<uint32_t> OpArgs::u32(const char* name, std::optional<uint32_t> fallback) const {
-  if (param(name) == nullptr) {
-    if (fallback) return *fallback;
-    return fail("parameter '{}' is missing", name);
-  }
-  KESTREL_ASSIGN_OR_RETURN(QnnScalar s, scalar(name, QnnDataType::kUInt32));
-  return s.u32;
+  return scalar_or(name, QnnDataType::kUInt32, fallback, &QnnScalar::u32);
 }
-
 Result<int32_t> OpArgs::i32(const char* name, std::optional<int32_t> fallback) const {
-  if (param(name) == nullptr) {
-    if (fallback) return *fallback;
-    return fail("parameter '{}' is missing", name);
-  }
-  KESTREL_ASSIGN_OR_RETURN(QnnScalar s, scalar(name, QnnDataType::kInt32));
-  return s.i32;
+  return scalar_or(name, QnnDataType::kInt32, fallback, &QnnScalar::i32);
 }
-
 Result<float> OpArgs::f32(const char* name, std::optional<float> fallback) const {
-  if (param(name) == nullptr) {
-    if (fallback) return *fallback;
-    return fail("parameter '{}' is missing", name);
-  }
-  KESTREL_ASSIGN_OR_RETURN(QnnScalar s, scalar(name, QnnDataType::kFloat32));
-  return s.f32;
+  return scalar_or(name, QnnDataType::kFloat32, fallback, &QnnScalar::f32);
 }
-
 Result<bool> OpArgs::boolean(const char* name, std::optional<bool> fallback) const {
-  if (param(name) == nullptr) {
-    if (fallback) return *fallback;
-    return fail("parameter '{}' is missing", name);
-  }
-  KESTREL_ASSIGN_OR_RETURN(QnnScalar s, scalar(name, QnnDataType::kBool8));
-  return s.bool8 != 0;
+  auto value = scalar_or(name, QnnDataType::kBool8, fallback ? std::optional<uint8_t>(*fallback ? 1 : 0) : std::nullopt,
+                         &QnnScalar::bool8);
+  if (!value.ok()) return value.error();
+  return *value != 0;
 }
 
 Result<const Tensor*> OpArgs::tensor(const char* name, QnnDataType type) const {

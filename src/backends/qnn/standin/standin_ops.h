@@ -50,6 +50,8 @@ class OpArgs {
  private:
   const QnnParam* param(const char* name) const;
   Result<QnnScalar> scalar(const char* name, QnnDataType type) const;
+  template <typename T>
+  Result<T> scalar_or(const char* name, QnnDataType type, std::optional<T> fallback, T QnnScalar::*field) const;
   std::vector<Tensor>& tensors_;
 };
 
