@@ -110,6 +110,8 @@ class Runner:
     path: the program file. allocator: None (heap), the name of a registered allocator ("heap",
     "memfd", ...), or a BufferAllocator object. threads: threads of the optimized CPU kernels, 0
     for every core. kernels: "optimized" or "portable" (the scalar reference kernels).
+    backend_options: runtime options of the backends the program delegates to, by backend, e.g.
+    {"qnn": {"library": "stand-in"}} (`kestrel run --backend-option qnn.library=stand-in`).
 
     A runner holds one session: each generate() continues the conversation the previous ones
     built (multi-turn) until reset(). It takes one request at a time; the GIL is released while
@@ -123,8 +125,9 @@ class Runner:
         allocator: Union[None, str, BufferAllocator] = None,
         threads: int = 0,
         kernels: str = "optimized",
+        backend_options: Optional[Mapping[str, Mapping[str, Any]]] = None,
     ) -> None:
-        self._core = _kestrel.Runner(path, allocator, threads, kernels)
+        self._core = _kestrel.Runner(path, allocator, threads, kernels, _backend_assignments(backend_options))
 
     def generate(
         self,
@@ -301,6 +304,21 @@ def _config(arguments: dict[str, Any]) -> GenerationConfig:
     if values.get("stop") is not None:
         values["stop"] = list(values["stop"])
     return GenerationConfig(**values)
+
+
+def _backend_assignments(options: Optional[Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """{"qnn": {"library": "stand-in"}} -> ["qnn.library=stand-in"], the CLI's --backend-option form."""
+    assignments = []
+    for backend, values in (options or {}).items():
+        for key, value in values.items():
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (set, frozenset, list, tuple)):
+                text = ",".join(str(item) for item in value)
+            else:
+                text = str(value)
+            assignments.append(f"{backend}.{key}={text}")
+    return assignments
 
 
 def _optional_list(value: Optional[Sequence[Any]]) -> Optional[list[Any]]:

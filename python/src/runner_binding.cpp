@@ -163,8 +163,10 @@ runner takes no other request until the stream ends.)")
       .def("__exit__", [](TextStream& stream, const py::args&) { stream.close(); });
 
   py::class_<RunnerCore>(module, "Runner", "The native runner; use kestrel.Runner.")
-      .def(py::init<const std::filesystem::path&, const py::object&, int, const std::string&>(), py::arg("path"),
-           py::arg("allocator") = py::none(), py::arg("threads") = 0, py::arg("kernels") = "optimized")
+      .def(py::init<const std::filesystem::path&, const py::object&, int, const std::string&,
+                    const std::vector<std::string>&>(),
+           py::arg("path"), py::arg("allocator") = py::none(), py::arg("threads") = 0, py::arg("kernels") = "optimized",
+           py::arg("backend_options") = std::vector<std::string>{})
       .def(
           "generate",
           [](RunnerCore& core, Prompt prompt, const GenerationSettings& settings) {

@@ -9,10 +9,10 @@
 namespace kestrel::python {
 
 RunnerCore::RunnerCore(const std::filesystem::path& path, const py::object& allocator, int threads,
-                       const std::string& kernels) {
+                       const std::string& kernels, const std::vector<std::string>& backend_options) {
   llm::RunnerOptions options;
   options.kernels = unwrap(api::kernel_registry_for(kernels, threads));
-  options.backends = api::runtime_backends();
+  options.backends = unwrap(api::runtime_backends(backend_options));
   if (PyUnicode_Check(allocator.ptr())) {
     options.allocator = allocator.cast<std::string>();
   } else if (!allocator.is_none()) {

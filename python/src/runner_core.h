@@ -51,8 +51,10 @@ Request chat_request(nlohmann::ordered_json messages, nlohmann::ordered_json var
 class RunnerCore {
  public:
   // allocator: None (the heap), a registered allocator's name ("heap", "memfd", ...), or a
-  // Python object with the hook methods (see python_allocator.h).
-  RunnerCore(const std::filesystem::path& path, const py::object& allocator, int threads, const std::string& kernels);
+  // Python object with the hook methods (see python_allocator.h). backend_options: runtime
+  // options of backends, "NAME.KEY=VALUE" (as `kestrel run --backend-option`).
+  RunnerCore(const std::filesystem::path& path, const py::object& allocator, int threads, const std::string& kernels,
+             const std::vector<std::string>& backend_options);
   ~RunnerCore();
 
   // The loaded runner; raises if closed. Its tokenizer and model info never change.

@@ -121,6 +121,23 @@ class GenerateTest(unittest.TestCase):
         self.assertEqual(portable.generate("Once", max_new_tokens=8, temperature=0).token_ids,
                          self.runner.generate("Once", max_new_tokens=8, temperature=0).token_ids)
 
+    def test_delegated_program_on_the_qnn_stand_in(self):
+        path = fixture.path("qnn.kst")
+        kestrel.export(fixture.checkpoint, path, backend="qnn", max_context=128, prefill_step=8)
+        self.assertTrue(kestrel.Program(path).delegates)
+        runner = kestrel.Runner(path, backend_options={"qnn": {"library": "stand-in"}})
+        ours = runner.generate("The little bird", max_new_tokens=12, temperature=0)
+        code, out, err = run_cli("run", path, "-p", "The little bird", "-n", "12", "--temperature", "0", "--json",
+                                 "--backend-option", "qnn.library=stand-in")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(ours.token_ids, json.loads(out)["token_ids"])
+        with self.assertRaises(ValueError) as caught:
+            kestrel.Runner(path, backend_options={"qnn": {"libary": "stand-in"}})
+        self.assertIn("did you mean 'library'", str(caught.exception))
+        with self.assertRaises(ValueError) as caught:
+            kestrel.Runner(path, backend_options={"qnm": {"library": "stand-in"}})
+        self.assertIn("did you mean 'qnn'", str(caught.exception))
+
     def test_close(self):
         with kestrel.Runner(fixture.program) as runner:
             runner.generate("Once", max_new_tokens=2)
