@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kestrel/core/result.h"
-#include "llm/tokenizer/regex.h"
+#include "tokenizer/regex.h"
 
-namespace kestrel::llm::detail::hf {
+namespace kestrel::tokenizer::detail::hf {
 
 using json = nlohmann::json;
 
@@ -97,4 +97,4 @@ Status pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces);
 // The bytes of one token's string; at_start: the token begins the text.
 std::string apply_decoders(const std::vector<DecoderStep>& steps, std::string token, bool at_start);
 
-}  // namespace kestrel::llm::detail::hf
+}  // namespace kestrel::tokenizer::detail::hf

@@ -1,4 +1,4 @@
-#include "kestrel/llm/tokenizer.h"
+#include "kestrel/tokenizer/tokenizer.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,9 +6,9 @@
 #include <iterator>
 
 #include "kestrel/core/error_helpers.h"
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 
 Tokenizer::~Tokenizer() = default;
 
@@ -111,4 +111,4 @@ void StreamingDecoder::reset(int64_t prev_id) {
   status_ = Status();
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "kestrel/fixtures/tokenizer_builder.h"
-#include "kestrel/llm/tokenizer.h"
+#include "kestrel/tokenizer/tokenizer.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using fixtures::Llama2cToken;
@@ -221,4 +221,4 @@ TEST(Llama2cTokenizer, FormatDetectionAndFileLoading) {
 }
 
 }  // namespace
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

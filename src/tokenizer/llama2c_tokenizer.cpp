@@ -6,11 +6,11 @@
 #include <unordered_map>
 
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/bpe_merge.h"
-#include "llm/tokenizer/utf8.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 constexpr int64_t kBos = 1;
@@ -163,4 +163,4 @@ Result<std::unique_ptr<Tokenizer>> load_llama2c_tokenizer(std::span<const uint8_
   }
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

@@ -11,12 +11,12 @@
 #include <unordered_map>
 
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/bpe_merge.h"
-#include "llm/tokenizer/hf_pipeline.h"
-#include "llm/tokenizer/utf8.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/hf_pipeline.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using namespace detail::hf;  // NOLINT(google-build-using-namespace): the pipeline's own pieces
@@ -427,4 +427,4 @@ Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> to
       std::string_view(reinterpret_cast<const char*>(tokenizer_json.data()), tokenizer_json.size()));
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

@@ -1,13 +1,13 @@
-#include "llm/tokenizer/hf_pipeline.h"
+#include "tokenizer/hf_pipeline.h"
 
 #include <algorithm>
 
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/core/log.h"
-#include "llm/tokenizer/byte_level.h"
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm::detail::hf {
+namespace kestrel::tokenizer::detail::hf {
 
 Error corrupt(const std::string& path, const std::string& what) {
   return make_error(ErrorCode::kCorrupt, "{}: {} {}", kFile, path, what);
@@ -477,4 +477,4 @@ std::string apply_decoders(const std::vector<DecoderStep>& steps, std::string to
   return token;
 }
 
-}  // namespace kestrel::llm::detail::hf
+}  // namespace kestrel::tokenizer::detail::hf
