@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -39,6 +40,23 @@ Status expect_tensor(const runtime::Method& method, const runtime::TensorInfo& i
     return make_error(ErrorCode::kInvalidArgument, "hf_static v1: method '{}' {} '{}' is {} {}, expected {} {}",
                       method.name(), role, info.name, dtype_name(info.dtype), info.shape.to_string(),
                       dtype_name(dtype), shape.to_string());
+  return ok_status();
+}
+
+// A non-finite logit means the model broke (a damaged constant, an overflow, a faulty backend):
+// sampling from it would print garbage, so the call fails naming where it happened.
+Status check_logits_finite(const runtime::Method& method, const float* logits, int64_t rows, int64_t vocab,
+                           int64_t first, int64_t step) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < vocab; ++i) {
+      const float value = logits[r * vocab + i];
+      if (std::isfinite(value)) continue;
+      const int64_t position = rows == step ? first + r : first + step - 1;
+      return make_error(ErrorCode::kCorrupt,
+                        "hf_static v1: method '{}' returned a non-finite logit ({}) for token id {} at position {} "
+                        "(the call over positions [{}, {}))",
+                        method.name(), value, i, position, first, first + step);
+    }
   return ok_status();
 }
 
@@ -160,6 +178,7 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
   }
   const auto begin = std::chrono::steady_clock::now();
   KESTREL_RETURN_IF_ERROR(io.method->execute());
+  KESTREL_RETURN_IF_ERROR(check_logits_finite(*io.method, io.logits, io.logit_rows, config_.vocab_size, first, io.step));
   // The runner owns the caches: write each new slice at its position.
   const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
   for (size_t i = 0; i < caches_.size(); ++i)

@@ -155,7 +155,7 @@ TEST_F(Cli, ExportErrorsNameTheProblem) {
   EXPECT_NE(out.err.find("soc_model"), std::string::npos) << out.err;
   out = run({"export", path("model"), "-o", path("x.kst"), "--prefill-step", "0"});
   EXPECT_NE(out.exit_code, 0);
-  EXPECT_NE(out.err.find("prefill step"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("--prefill-step"), std::string::npos) << out.err;
 }
 
 TEST_F(Cli, QnnOptionsAreListedAndApplied) {

@@ -73,8 +73,9 @@ Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> to
 Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::string_view tokenizer_json);
 
 // llama2.c tokenizer.bin: int32 max_token_length, then per token: float score, int32 length,
-// bytes (little-endian). `vocab_size` comes from the model config (the file does not store
-// it); 0 reads every token in the file, which must then end exactly after the last one.
+// bytes (little-endian), max_token_length > 0, every length in [0, max_token_length], every
+// score finite. The file must end exactly after its last token; `vocab_size` comes from the
+// model config (the file does not store it) and, when not 0, must equal the token count.
 // bos = 1, eos = 2; encode follows llama2.c run.c (dummy space prefix, <0xNN> byte fallback,
 // greedy merges by best score). Added/special tokens are not matched inside text.
 Result<std::unique_ptr<Tokenizer>> load_llama2c_tokenizer(std::span<const uint8_t> tokenizer_bin,
@@ -96,8 +97,17 @@ TokenizerFormat detect_tokenizer_format(std::span<const uint8_t> bytes);
 // Loads either format (vocab_size only matters for llama2.c, see load_llama2c_tokenizer).
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(TokenizerFormat format, std::span<const uint8_t> bytes,
                                                   int64_t vocab_size = 0);
-// Reads `path` (a kIo error naming it if that fails) and loads it in `format`, detected from
-// the contents when not given.
+// The tokenizer of a model whose logits have `model_vocab_size` entries: loads it (a llama2.c
+// file must hold exactly that many tokens) and checks that every id it can produce, bos and
+// eos included, is below model_vocab_size. The exporter checks a checkpoint's tokenizer with
+// this before writing it into a program; the runner loads a program's tokenizer with it.
+Result<std::unique_ptr<Tokenizer>> load_model_tokenizer(TokenizerFormat format, std::span<const uint8_t> bytes,
+                                                        int64_t model_vocab_size);
+// The largest tokenizer file read (real ones are tens of MiB).
+inline constexpr uint64_t kMaxTokenizerFileBytes = uint64_t{256} << 20;
+
+// Reads `path` (an error naming it if that fails: missing, a directory, past
+// kMaxTokenizerFileBytes) and loads it in `format`, detected from the contents when not given.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_file(const std::string& path,
                                                        std::optional<TokenizerFormat> format = std::nullopt,
                                                        int64_t vocab_size = 0);

@@ -109,19 +109,14 @@ Result<Checkpoint> load_hf_checkpoint(const std::string& dir_string, const Check
   if (!options.tokenizer_path.empty()) {
     // An explicit tokenizer replaces the directory's own tokenizer.json.
     const std::string& path = options.tokenizer_path;
-    auto bytes = read_file_bytes(path);
-    if (!bytes.ok()) return context(bytes.error());
     const bool is_json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-    if (!is_json)
-      KESTREL_RETURN_IF_ERROR(validate_llama2c_tokenizer(*bytes, impl->config.vocab_size, path));
-    impl->tokenizer_bytes = std::move(bytes).value();
-    impl->tokenizer_format = is_json ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c;
-  } else if (const fs::path tokenizer_path = dir / "tokenizer.json";
-             fs::is_regular_file(tokenizer_path, ec)) {
-    auto bytes = read_file_bytes(tokenizer_path.string());
-    if (!bytes.ok()) return context(bytes.error());
-    impl->tokenizer_bytes = std::move(bytes).value();
-    impl->tokenizer_format = TokenizerFormat::kHfJson;
+    const Status read =
+        read_checkpoint_tokenizer(*impl, path, is_json ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c);
+    if (!read.ok()) return context(read.error());
+  } else if (const fs::path tokenizer_path = dir / "tokenizer.json"; fs::exists(fs::symlink_status(tokenizer_path, ec))) {
+    // Present means it must load: a directory or a damaged file is an error, not "no tokenizer".
+    const Status read = read_checkpoint_tokenizer(*impl, tokenizer_path.string(), TokenizerFormat::kHfJson);
+    if (!read.ok()) return context(read.error());
   }
 
   if (impl->tokenizer_format == TokenizerFormat::kHfJson) {

@@ -120,12 +120,7 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
 namespace import {
 
 Result<json> parse_json_object(std::string_view text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::kInvalidArgument, "{}: invalid JSON: {}", source, e.what());
-  }
+  KESTREL_ASSIGN_OR_RETURN(json j, parse_json_unique_keys(text, source));
   if (!j.is_object())
     return make_error(ErrorCode::kInvalidArgument, "{}: must hold a JSON object, got {}", source, j.type_name());
   return j;

@@ -65,12 +65,9 @@ Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file
                       label, header_len);
 
   const auto* header_begin = reinterpret_cast<const char*>(file.data() + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(ErrorCode::kCorrupt, "{}: header is not valid JSON: {}", label, e.what());
-  }
+  auto parsed = parse_json_unique_keys(std::string_view(header_begin, header_len), label + " header");
+  if (!parsed.ok()) return Error(ErrorCode::kCorrupt, parsed.error().message());
+  const nlohmann::json header = std::move(parsed).value();
   if (!header.is_object())
     return make_error(ErrorCode::kCorrupt, "{}: header must be a JSON object, got {}", label,
                       header.type_name());
