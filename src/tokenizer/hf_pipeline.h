@@ -12,6 +12,7 @@
 
 #include "kestrel/core/result.h"
 #include "tokenizer/regex.h"
+#include "tokenizer/unicode_text.h"
 
 namespace kestrel::tokenizer::detail::hf {
 
@@ -46,7 +47,7 @@ struct Piece {
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
 struct NormalizerStep {
-  enum class Kind { kReplace, kPrepend, kStrip, kLowercase } kind = Kind::kReplace;
+  enum class Kind { kReplace, kPrepend, kStrip, kLowercase, kNormalForm } kind = Kind::kReplace;
   static NormalizerStep of(Kind k) {
     NormalizerStep s;
     s.kind = k;
@@ -56,6 +57,7 @@ struct NormalizerStep {
   std::string content;
   bool strip_left = false;
   bool strip_right = false;
+  NormalForm form = NormalForm::kNfc;  // kNormalForm
 };
 
 enum class PrependScheme { kAlways, kFirst, kNever };

@@ -58,11 +58,13 @@ class Tokenizer {
 
 // HF tokenizer.json. Supported: model BPE (vocab, merges as "a b" strings or [a, b] pairs,
 // byte_fallback, unk_token, fuse_unk, ignore_merges); normalizers Sequence, Replace, Prepend,
-// Strip, Lowercase (ASCII), NFC/NFD/NFKC/NFKD (passed through: text is taken as already
-// normalized); pre-tokenizers ByteLevel, Split (String or Regex pattern, any behavior, invert),
-// Metaspace, Digits, WhitespaceSplit, Whitespace, Punctuation, Sequence; decoders ByteLevel,
-// Replace, ByteFallback, Fuse, Strip (leading only), Metaspace, Sequence; post_processor
-// TemplateProcessing (its leading special token is the bos), ByteLevel, Sequence.
+// Strip (Unicode whitespace), Lowercase (per-character Unicode mapping), NFC/NFD/NFKC/NFKD
+// (through ICU; text given to a Unicode normalizer must be valid UTF-8); pre-tokenizers
+// ByteLevel, Split (String or Regex pattern, any behavior, invert), Metaspace, Digits,
+// WhitespaceSplit, Whitespace, Punctuation, Sequence; decoders ByteLevel, Replace, ByteFallback,
+// Fuse, Strip (leading only), Metaspace, Sequence; post_processor TemplateProcessing whose
+// single-text template is $A with at most one leading special token (that token is the bos),
+// ByteLevel, Sequence. Any other post_processor adds tokens and is refused.
 // Regexes run through PCRE2 with UTF and UCP. Without a template bos, a special added token
 // named <|begin_of_text|>, <s>, <bos> or <|startoftext|> is the bos; eos_ids() are the special
 // added tokens with conventional end names (</s>, <|end_of_text|>, <|eot_id|>, <|eom_id|>,
