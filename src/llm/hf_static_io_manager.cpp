@@ -43,6 +43,25 @@ Status expect_tensor(const runtime::Method& method, const runtime::TensorInfo& i
   return ok_status();
 }
 
+// The I/O buffers the metadata implies must have sizes a 64-bit byte count holds (a damaged
+// program can claim anything); whether they fit in memory is the allocator's answer.
+Status check_buffer_sizes(const HfStaticConfig& c) {
+  int64_t cache = 4, caches = 0, logits = 4;
+  const bool overflow = __builtin_mul_overflow(cache, c.n_kv_heads, &cache) ||
+                        __builtin_mul_overflow(cache, c.max_context, &cache) ||
+                        __builtin_mul_overflow(cache, c.head_dim, &cache) ||
+                        __builtin_mul_overflow(cache, c.n_layers, &caches) ||
+                        __builtin_mul_overflow(caches, 2, &caches) ||
+                        __builtin_mul_overflow(logits, c.vocab_size, &logits) ||
+                        __builtin_mul_overflow(logits, c.prefill_step, &logits);
+  if (overflow)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "hf_static v1: metadata n_layers={} n_kv_heads={} max_context={} head_dim={} vocab_size={} "
+                      "prefill_step={} describe buffers larger than a 64-bit byte count",
+                      c.n_layers, c.n_kv_heads, c.max_context, c.head_dim, c.vocab_size, c.prefill_step);
+  return ok_status();
+}
+
 // A non-finite logit means the model broke (a damaged constant, an overflow, a faulty backend):
 // sampling from it would print garbage, so the call fails naming where it happened.
 Status check_logits_finite(const runtime::Method& method, const float* logits, int64_t rows, int64_t vocab,
@@ -93,6 +112,7 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
                          fmt::format("contains {}, outside the vocabulary [0, {})", id, config.vocab_size));
   if (config.prefill_method == config.decode_method)
     return field_error(keys::kDecodeMethod, "names the same method as prefill_method");
+  KESTREL_RETURN_IF_ERROR(check_buffer_sizes(config));
   return config;
 }
 

@@ -32,6 +32,9 @@ Result<std::unique_ptr<Tokenizer>> load_embedded_tokenizer(const runtime::Progra
                       keys::kTokenizerFormat);
   const std::string& format = std::get<std::string>(format_it->second);
   if (format == "none") return std::unique_ptr<Tokenizer>();
+  if (format != "hf_json" && format != "llama2c")
+    return make_error(ErrorCode::kUnsupported, "metadata '{}' = '{}' (known: hf_json, llama2c, none)",
+                      keys::kTokenizerFormat, format);
   auto segment_it = meta.find(keys::kTokenizerSegment);
   if (segment_it == meta.end() || !std::holds_alternative<int64_t>(segment_it->second))
     return make_error(ErrorCode::kInvalidArgument, "metadata '{}' is missing or not an integer",
@@ -41,9 +44,6 @@ Result<std::unique_ptr<Tokenizer>> load_embedded_tokenizer(const runtime::Progra
     return make_error(ErrorCode::kOutOfRange, "metadata '{}' = {} but the program has {} segments",
                       keys::kTokenizerSegment, segment, program.loaded().num_segments());
   const auto bytes = program.loaded().segment(static_cast<uint32_t>(segment));
-  if (format != "hf_json" && format != "llama2c")
-    return make_error(ErrorCode::kUnsupported, "metadata '{}' = '{}' (known: hf_json, llama2c, none)",
-                      keys::kTokenizerFormat, format);
   auto tokenizer = tokenizer::load_model_tokenizer(
       format == "hf_json" ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c, bytes, vocab_size);
   if (!tokenizer.ok()) return tokenizer.error().with_context("loading the program's tokenizer");

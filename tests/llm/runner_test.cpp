@@ -140,7 +140,13 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"logits_mode", keys::kLogits, std::string("middle"), "'logits' is 'middle'"},
         InvalidCase{"logits_all_on_last_program", keys::kLogits, std::string("all"), "logits"},
         InvalidCase{"eos_out_of_vocab", keys::kEosIds, std::vector<int64_t>{2, 96}, "'eos_ids' contains 96"},
-        InvalidCase{"bos_out_of_vocab", keys::kBosId, int64_t{1000}, "'bos_id' (1000)"}),
+        InvalidCase{"bos_out_of_vocab", keys::kBosId, int64_t{1000}, "'bos_id' (1000)"},
+        InvalidCase{"cache_size_overflows", keys::kHeadDim, int64_t{1} << 60, "larger than a 64-bit byte count"},
+        InvalidCase{"logits_size_overflows", keys::kVocabSize, int64_t{1} << 62, "larger than a 64-bit byte count"},
+        InvalidCase{"tokenizer_format_not_string", keys::kTokenizerFormat, int64_t{0},
+                    "'tokenizer_format' must be a string"},
+        InvalidCase{"tokenizer_format_unknown", keys::kTokenizerFormat, std::string("sentencepiece"),
+                    "'tokenizer_format' = 'sentencepiece'"}),
     [](const auto& info) { return info.param.name; });
 
 // ---- the allocator hook ----
