@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,6 +71,11 @@ namespace kestrel::exporter::import {
 // the file in errors. Entries' bytes point into `file`.
 Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file,
                                                    const std::string& label);
+
+// model.safetensors.index.json: its weight_map {tensor: file} as file -> tensors. Every file is
+// a plain name in the index's directory. `label` names the index in errors.
+Result<std::map<std::string, std::set<std::string>>> parse_safetensors_index(std::string_view text,
+                                                                            const std::string& label);
 
 // Parses `text` as JSON, refusing an object with a repeated key; `source` names the file in errors.
 Result<nlohmann::json> parse_json_unique_keys(std::string_view text, const std::string& source);
