@@ -72,7 +72,8 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
   // Keys the architecture does not read: transformers' forward pass does not use them either
   // (dropouts, initializer_range, use_cache, ...), listed at debug level for the curious.
   std::vector<std::string> unread;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
     const bool declared = std::any_of(architecture->fields.begin(), architecture->fields.end(),
                                       [&](const ConfigField& field) { return field.key == key; });
     if (!declared && key != "architectures" && key != "model_type" && key != "bos_token_id" && key != "eos_token_id")
