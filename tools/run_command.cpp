@@ -54,6 +54,7 @@ struct RunArgs {
   bool no_bos = false;
   bool ignore_eos = false;
   std::string allocator = "heap";
+  std::vector<std::string> backend_options;
   std::string kernels = "optimized";
   int threads = 0;
 };
@@ -242,7 +243,7 @@ Status run_generate(const RunArgs& args) {
     return make_error(ErrorCode::kInvalidArgument, "--system needs --chat (put a system message in the --messages file)");
   llm::RunnerOptions options;
   KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry(args));
-  options.backends = runtime_backends();
+  KESTREL_ASSIGN_OR_RETURN(options.backends, runtime_backends(args.backend_options));
   options.allocator = args.allocator;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
 
@@ -362,6 +363,10 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--ignore-eos", args.ignore_eos, "Keep generating past end-of-sequence tokens");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();
+  command->add_option("--backend-option", args.backend_options,
+                      "Runtime option of a backend, NAME.KEY=VALUE (repeatable), e.g. qnn.library=stand-in (the CPU "
+                      "stand-in) or qnn.library=/path/to/libQnnHtp.so")
+      ->allow_extra_args(false);
   command->add_option("--kernels", args.kernels,
                       "CPU kernels: optimized (SIMD, multi-threaded; KESTREL_CPU_ISA=scalar forces the scalar "
                       "fallback) or portable (the scalar reference)")
