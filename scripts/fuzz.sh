@@ -4,6 +4,8 @@
 # corpus earlier runs grew (build-fuzz/fuzz/corpus/<target>).
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 fuzz_tokenizer_json
+# KESTREL_FUZZ_FLAGS adds libFuzzer flags (e.g. "-fork=1 -ignore_crashes=1" to keep going past a
+# known crash and collect every distinct one).
 #
 # A crash, leak, undefined behaviour, timeout (10 s per input) or out-of-memory (2 GiB) ends that
 # target; the input is saved as build-fuzz/fuzz/crashes/<target>/<kind>-<hash>, the other targets
@@ -56,7 +58,7 @@ for target in "${targets[@]}"; do
   [ -f "$root/fuzz/dicts/$target.dict" ] && dict=("-dict=$root/fuzz/dicts/$target.dict")
   result=ok
   "$build/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" "${dict[@]}" "${inputs[@]}" >"$log" 2>&1 || result=FAILED
+    -artifact_prefix="$crashes/" ${KESTREL_FUZZ_FLAGS:-} "${dict[@]}" "${inputs[@]}" >"$log" 2>&1 || result=FAILED
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
   cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)"

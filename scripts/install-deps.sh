@@ -9,6 +9,10 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
+  libicu-dev
+  # The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer and sanitizer runtimes, and
+  # llvm-symbolizer for readable crash reports.
+  clang libclang-rt-14-dev llvm-14
 )
 
 missing=()

@@ -24,14 +24,6 @@
 namespace kestrel::testing {
 namespace {
 
-llm::GenerationConfig greedy(int64_t n) {
-  llm::GenerationConfig config;
-  config.max_new_tokens = n;
-  config.sampler.temperature = 0;
-  config.stop_at_eos = false;
-  return config;
-}
-
 const std::vector<int64_t> kPrompt{1, 17, 42, 5, 88, 23, 64, 9, 31};
 
 const program::ProgramSpec& portable_spec() {
@@ -43,7 +35,7 @@ const program::ProgramSpec& portable_spec() {
 std::vector<int64_t> reference_tokens(const std::vector<int64_t>& prompt, int64_t n) {
   auto runner = llm::Runner::from_program(load_spec(portable_spec()));
   EXPECT_TRUE(runner.ok());
-  auto result = (*runner)->generate_ids(prompt, greedy(n));
+  auto result = (*runner)->generate_ids(prompt, greedy_tokens(n));
   EXPECT_TRUE(result.ok()) << result.error().to_string();
   return result.ok() ? result->token_ids : std::vector<int64_t>{};
 }
@@ -117,7 +109,7 @@ TEST(RuntimeFaults, AnAllocatorFailingAtAnyStepOfTheLoadReleasesEverything) {
       allocator->fault = FaultyAllocator::Fault::kNone;
       auto again = load_with(allocator);
       ASSERT_TRUE(again.ok()) << again.error().to_string();
-      auto result = (*again)->generate_ids(kPrompt, greedy(6));
+      auto result = (*again)->generate_ids(kPrompt, greedy_tokens(6));
       ASSERT_TRUE(result.ok()) << result.error().to_string();
       EXPECT_EQ(result->token_ids, expected);
     }
@@ -132,7 +124,7 @@ TEST(RuntimeFaults, DeclinedAllocationsFallBackToTheHeap) {
     allocator->fault_at = k;
     auto runner = load_with(allocator);
     ASSERT_TRUE(runner.ok()) << runner.error().to_string();
-    auto result = (*runner)->generate_ids(kPrompt, greedy(6));
+    auto result = (*runner)->generate_ids(kPrompt, greedy_tokens(6));
     ASSERT_TRUE(result.ok());
     EXPECT_EQ(result->token_ids, expected);
   }
@@ -174,10 +166,10 @@ TEST(RuntimeFaults, ABackendWhoseExecuteFailsResetsTheSessionAndRecovers) {
     auto backend = std::make_shared<SubprogramBackend>();
     auto runner = llm::Runner::from_program(export_delegated(small_fixture(), {}, backend).program);
     ASSERT_TRUE(runner.ok());
-    ASSERT_TRUE((*runner)->generate_ids(kPrompt, greedy(1)).ok());
+    ASSERT_TRUE((*runner)->generate_ids(kPrompt, greedy_tokens(1)).ok());
     prompt_calls = backend->execute_calls;
     (*runner)->reset();
-    ASSERT_TRUE((*runner)->generate_ids(kPrompt, greedy(8)).ok());
+    ASSERT_TRUE((*runner)->generate_ids(kPrompt, greedy_tokens(8)).ok());
     all_calls = backend->execute_calls - prompt_calls;
     ASSERT_GT(all_calls, prompt_calls + 3);
   }
@@ -188,7 +180,7 @@ TEST(RuntimeFaults, ABackendWhoseExecuteFailsResetsTheSessionAndRecovers) {
     auto runner = llm::Runner::from_program(program);
     ASSERT_TRUE(runner.ok());
     backend->fail_execute_at = step;
-    auto failed = (*runner)->generate_ids(kPrompt, greedy(8));
+    auto failed = (*runner)->generate_ids(kPrompt, greedy_tokens(8));
     ASSERT_FALSE(failed.ok());
     EXPECT_NE(failed.error().message().find("execute failed (injected)"), std::string::npos)
         << failed.error().message();
@@ -198,7 +190,7 @@ TEST(RuntimeFaults, ABackendWhoseExecuteFailsResetsTheSessionAndRecovers) {
     // As runner.h says: the session is reset, the runner usable.
     EXPECT_EQ((*runner)->position(), 0);
     EXPECT_TRUE((*runner)->session_tokens().empty());
-    auto again = (*runner)->generate_ids(kPrompt, greedy(8));
+    auto again = (*runner)->generate_ids(kPrompt, greedy_tokens(8));
     ASSERT_TRUE(again.ok()) << again.error().to_string();
     EXPECT_EQ(again->token_ids, expected);
   }
@@ -234,7 +226,7 @@ TEST(RuntimeFaults, NonFiniteLogitsAreAnErrorNamingTheMethodAndPosition) {
     std::string position;  // of the first call's last row
   };
   for (const Case& c : {Case{kPrompt, "prefill", "at position 3"}, Case{{7}, "decode", "at position 0"}}) {
-    auto result = (*runner)->generate_ids(c.prompt, greedy(3));
+    auto result = (*runner)->generate_ids(c.prompt, greedy_tokens(3));
     ASSERT_FALSE(result.ok());
     EXPECT_EQ(result.error().code(), ErrorCode::kCorrupt);
     const std::string& message = result.error().message();
@@ -256,7 +248,7 @@ TEST(RuntimeFaults, AStreamCallbackThatStopsKeepsTheSessionConsistent) {
   auto runner = llm::Runner::from_program(load_spec(spec));
   ASSERT_TRUE(runner.ok()) << runner.error().to_string();
   int pieces = 0;
-  auto stopped = (*runner)->generate("the bird", greedy(20), [&](const std::string&) { return ++pieces < 2; });
+  auto stopped = (*runner)->generate("the bird", greedy_tokens(20), [&](const std::string&) { return ++pieces < 2; });
   ASSERT_TRUE(stopped.ok()) << stopped.error().to_string();
   EXPECT_EQ(stopped->stop_reason, "callback");
   EXPECT_EQ(pieces, 2);
@@ -269,12 +261,12 @@ TEST(RuntimeFaults, AStreamCallbackThatStopsKeepsTheSessionConsistent) {
 
   // Going on gives what one uninterrupted request over the same tokens gives.
   const std::vector<int64_t> more{40, 41};
-  auto next = (*runner)->generate_ids(more, greedy(5));
+  auto next = (*runner)->generate_ids(more, greedy_tokens(5));
   ASSERT_TRUE(next.ok()) << next.error().to_string();
   auto fresh = llm::Runner::from_program(load_spec(spec));
   std::vector<int64_t> all = session;
   all.insert(all.end(), more.begin(), more.end());
-  auto expected = (*fresh)->generate_ids(all, greedy(5));
+  auto expected = (*fresh)->generate_ids(all, greedy_tokens(5));
   ASSERT_TRUE(expected.ok());
   EXPECT_EQ(next->token_ids, expected->token_ids);
 }
@@ -284,7 +276,7 @@ TEST(RuntimeFaults, AStreamCallbackThatStopsKeepsTheSessionConsistent) {
 TEST(RuntimeFaults, RefusedRequestsLeaveTheSessionUntouched) {
   auto runner = llm::Runner::from_program(load_spec(portable_spec()));
   ASSERT_TRUE(runner.ok());
-  auto first = (*runner)->generate_ids(kPrompt, greedy(4));
+  auto first = (*runner)->generate_ids(kPrompt, greedy_tokens(4));
   ASSERT_TRUE(first.ok());
   const auto session = (*runner)->session_tokens();
   const int64_t position = (*runner)->position();
@@ -297,18 +289,18 @@ TEST(RuntimeFaults, RefusedRequestsLeaveTheSessionUntouched) {
     std::string message;
   };
   std::vector<Refusal> refusals;
-  refusals.push_back({"INT64_MAX new tokens", greedy(std::numeric_limits<int64_t>::max()), {3}, ErrorCode::kCapacity,
+  refusals.push_back({"INT64_MAX new tokens", greedy_tokens(std::numeric_limits<int64_t>::max()), {3}, ErrorCode::kCapacity,
                       "needs 9223372036854775820 positions"});
-  refusals.push_back({"one more than fits", greedy(48 - position - 1 + 1), {3}, ErrorCode::kCapacity, "context is 48"});
-  auto stop = greedy(4);
+  refusals.push_back({"one more than fits", greedy_tokens(48 - position - 1 + 1), {3}, ErrorCode::kCapacity, "context is 48"});
+  auto stop = greedy_tokens(4);
   stop.stop_strings = {"ok", ""};
   refusals.push_back({"empty stop string", stop, {3}, ErrorCode::kInvalidArgument, "stop string 2 is empty"});
-  auto nan = greedy(4);
+  auto nan = greedy_tokens(4);
   nan.sampler.temperature = std::numeric_limits<float>::quiet_NaN();
   refusals.push_back({"NaN temperature", nan, {3}, ErrorCode::kInvalidArgument, "temperature"});
-  refusals.push_back({"id outside the vocabulary", greedy(4), {3, 96}, ErrorCode::kInvalidArgument,
+  refusals.push_back({"id outside the vocabulary", greedy_tokens(4), {3, 96}, ErrorCode::kInvalidArgument,
                       "prompt token id 96 is outside"});
-  refusals.push_back({"empty prompt", greedy(4), {}, ErrorCode::kInvalidArgument, "the prompt is empty"});
+  refusals.push_back({"empty prompt", greedy_tokens(4), {}, ErrorCode::kInvalidArgument, "the prompt is empty"});
   for (const Refusal& r : refusals) {
     SCOPED_TRACE(r.name);
     auto result = (*runner)->generate_ids(r.prompt, r.config);
@@ -319,7 +311,7 @@ TEST(RuntimeFaults, RefusedRequestsLeaveTheSessionUntouched) {
     EXPECT_EQ((*runner)->position(), position);
   }
   // The pending token counts against capacity: exactly what fits still runs.
-  auto fits = (*runner)->generate_ids({3}, greedy(48 - position - 1));
+  auto fits = (*runner)->generate_ids({3}, greedy_tokens(48 - position - 1));
   ASSERT_TRUE(fits.ok()) << fits.error().to_string();
   EXPECT_EQ((*runner)->position(), 48) << "the last sampled token is not fed back";
 }
