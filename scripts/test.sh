@@ -36,8 +36,10 @@ ctest --test-dir "$root/build" --output-on-failure -j "$jobs"
 
 if [ "$sanitize" = 1 ]; then
   stage "build (ASan + UBSan) and test"
+  # -O1 with line tables builds in half the time of -O2 -g; asserts stay on.
   cmake -S "$root" -B "$root/build-sanitize" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKESTREL_SANITIZE=ON -DKESTREL_BUILD_BENCH=OFF >/dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DKESTREL_SANITIZE=ON -DKESTREL_BUILD_BENCH=OFF -DKESTREL_BUILD_PYTHON=OFF >/dev/null
   cmake --build "$root/build-sanitize" -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-sanitize" --output-on-failure -j "$jobs"
