@@ -10,6 +10,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jinja2
   python3-dev python3-pybind11 pybind11-dev python3-numpy python3-venv python3-pip python3-setuptools python3-wheel
+  libicu-dev
+  # The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer and sanitizer runtimes, and
+  # llvm-symbolizer for readable crash reports.
+  clang libclang-rt-14-dev llvm-14
 )
 
 missing=()

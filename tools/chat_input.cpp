@@ -1,19 +1,17 @@
 #include "tools/chat_input.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "kestrel/core/error_helpers.h"
+#include "tools/json_file.h"
 
 namespace kestrel::tools {
 
+namespace {
+constexpr uint64_t kMaxMessagesFileBytes = uint64_t{64} << 20;
+}  // namespace
+
 Result<ChatInput> read_chat_input(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return make_error(ErrorCode::kIo, "cannot open messages file '{}'", path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  auto json = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return make_error(ErrorCode::kInvalidArgument, "{}: invalid JSON", path);
+  KESTREL_ASSIGN_OR_RETURN(auto json,
+                           read_json_file<nlohmann::ordered_json>(path, kMaxMessagesFileBytes, "messages file"));
   ChatInput input;
   if (json.is_array()) {
     input.messages = std::move(json);

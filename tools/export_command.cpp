@@ -2,17 +2,21 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kestrel/api/backend_catalog.h"
 #include "kestrel/api/export.h"
 #include "kestrel/core/error_helpers.h"
+#include "tools/cli_checks.h"
 #include "tools/commands.h"
+#include "tools/json_file.h"
 
 namespace kestrel::tools {
 
 namespace {
+
+constexpr uint64_t kMaxOptionsFileBytes = uint64_t{1} << 20;
 
 struct ExportArgs {
   std::string checkpoint;
@@ -33,11 +37,10 @@ struct ExportArgs {
 Result<exporter::OptionMap> gather_options(const exporter::OptionTable& table, const ExportArgs& args) {
   exporter::OptionMap options;
   if (!args.options_file.empty()) {
-    std::ifstream file(args.options_file);
-    if (!file) return make_error(ErrorCode::kIo, "cannot open options file '{}'", args.options_file);
-    nlohmann::json json = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded() || !json.is_object())
-      return make_error(ErrorCode::kInvalidArgument, "options file '{}' is not a JSON object", args.options_file);
+    KESTREL_ASSIGN_OR_RETURN(nlohmann::json json, read_json_file(args.options_file, kMaxOptionsFileBytes, "options file"));
+    if (!json.is_object())
+      return make_error(ErrorCode::kInvalidArgument, "options file '{}' holds a JSON {}, not an object of options",
+                        args.options_file, json.type_name());
     auto parsed = table.parse_json(json);
     if (!parsed.ok()) return parsed.error().with_context(args.options_file);
     options = std::move(parsed).value();
@@ -91,6 +94,11 @@ Status run_export(const ExportArgs& args) {
   }
   KESTREL_ASSIGN_OR_RETURN(auto report, api::export_checkpoint(request));
 
+  if (report.tokenizer_format == "none")
+    fmt::print(stderr,
+               "kestrel export: warning: {} has no tokenizer, so the program carries none: run it with token ids "
+               "(kestrel run --prompt-ids), or export again with --tokenizer FILE\n",
+               args.checkpoint);
   if (!args.quiet) {
     fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);
     fmt::print(stderr, "  weights {} ({} constants, {:.1f} MiB), context {}\n", args.dtype, report.constants,
@@ -139,11 +147,16 @@ void add_export_command(CLI::App& app) {
   command->add_flag("--show-nodes", args.show_nodes,
                     "Print every node of each method with its id, op and where it runs (the backend partition, or "
                     "portable and why); needs --backend");
-  command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")->capture_default_str();
-  command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)");
+  command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")
+      ->check(integer_in(1, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
+  command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)")
+      ->check(integer_in(1, std::numeric_limits<int64_t>::max()));
   command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16, bf16 or q8")->capture_default_str();
   command->add_option("--logits", args.logits, "Logits of the prefill method: last or all")->capture_default_str();
-  command->add_option("--tokenizer", args.tokenizer, "llama2.c tokenizer.bin (for .bin checkpoints)");
+  command->add_option("--tokenizer", args.tokenizer,
+                      "Tokenizer file: llama2.c tokenizer.bin (needed for .bin checkpoints), or a tokenizer.json "
+                      "replacing the checkpoint's");
   command->add_flag("-q,--quiet", args.quiet, "No progress or summary");
   command->callback([] {
     auto status = run_export(args);

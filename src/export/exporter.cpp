@@ -73,6 +73,9 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   if (!dtype_is_float(options.dtype) && options.dtype != DType::kQ8)
     return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got {}",
                       dtype_name(options.dtype));
+  if (options.max_context < 0)
+    return make_error(ErrorCode::kInvalidArgument, "max context must be >= 1 (or 0 for the default), got {}",
+                      options.max_context);
   const int64_t max_context =
       options.max_context > 0 ? options.max_context : std::min<int64_t>(config.max_position_embeddings, 1024);
   if (options.prefill_step < 1)
@@ -114,6 +117,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
     report->constants = constants.entries().size();
     report->constant_bytes = program.segments.front().size();
     report->max_context = max_context;
+    report->tokenizer_format = tokenizer_format_name(checkpoint.tokenizer_format());
   }
   for (PlannedMethod& planned : methods) {
     KESTREL_ASSIGN_OR_RETURN(auto method, emitter.emit_method(planned.name, planned.graph, planned.plan, program));

@@ -83,13 +83,16 @@ Result<std::string> format_one(const FormatSpec& spec, const Value& arg) {
     if (spec.precision >= 0) printf_spec += "." + std::to_string(spec.precision);
     char buffer[512];
     if (c == 'd' || c == 'i' || c == 'u' || c == 'x' || c == 'X' || c == 'o') {
+      // Python prints any integer; values are 64-bit here, so a float beyond that is an error.
+      if (arg.is_float() && !(std::fabs(arg.as_float()) < 0x1p63))
+        return type_error(fmt::format("%{} format: {} does not fit a 64-bit integer", c, arg.as_float()));
       const auto value = arg.is_float() ? static_cast<long long>(std::trunc(arg.as_float()))
                                         : static_cast<long long>(arg.as_int());
       const char conv = c == 'i' || c == 'u' ? 'd' : c;
       if ((conv == 'x' || conv == 'X' || conv == 'o') && value < 0) {
         printf_spec += "ll";
         printf_spec += conv;
-        std::snprintf(buffer, sizeof(buffer), printf_spec.c_str(), static_cast<unsigned long long>(-value));
+        std::snprintf(buffer, sizeof(buffer), printf_spec.c_str(), 0ull - static_cast<unsigned long long>(value));
         body = buffer;
         const size_t digit = body.find_first_not_of(' ');
         body.insert(digit == std::string::npos ? 0 : digit, "-");

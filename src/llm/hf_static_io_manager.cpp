@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -42,6 +43,42 @@ Status expect_tensor(const runtime::Method& method, const runtime::TensorInfo& i
   return ok_status();
 }
 
+// The I/O buffers the metadata implies must have sizes a 64-bit byte count holds (a damaged
+// program can claim anything); whether they fit in memory is the allocator's answer.
+Status check_buffer_sizes(const HfStaticConfig& c) {
+  int64_t cache = 4, caches = 0, logits = 4;
+  const bool overflow = __builtin_mul_overflow(cache, c.n_kv_heads, &cache) ||
+                        __builtin_mul_overflow(cache, c.max_context, &cache) ||
+                        __builtin_mul_overflow(cache, c.head_dim, &cache) ||
+                        __builtin_mul_overflow(cache, c.n_layers, &caches) ||
+                        __builtin_mul_overflow(caches, 2, &caches) ||
+                        __builtin_mul_overflow(logits, c.vocab_size, &logits) ||
+                        __builtin_mul_overflow(logits, c.prefill_step, &logits);
+  if (overflow)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "hf_static v1: metadata n_layers={} n_kv_heads={} max_context={} head_dim={} vocab_size={} "
+                      "prefill_step={} describe buffers larger than a 64-bit byte count",
+                      c.n_layers, c.n_kv_heads, c.max_context, c.head_dim, c.vocab_size, c.prefill_step);
+  return ok_status();
+}
+
+// A non-finite logit means the model broke (a damaged constant, an overflow, a faulty backend):
+// sampling from it would print garbage, so the call fails naming where it happened.
+Status check_logits_finite(const runtime::Method& method, const float* logits, int64_t rows, int64_t vocab,
+                           int64_t first, int64_t step) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < vocab; ++i) {
+      const float value = logits[r * vocab + i];
+      if (std::isfinite(value)) continue;
+      const int64_t position = rows == step ? first + r : first + step - 1;
+      return make_error(ErrorCode::kCorrupt,
+                        "hf_static v1: method '{}' returned a non-finite logit ({}) for token id {} at position {} "
+                        "(the call over positions [{}, {}))",
+                        method.name(), value, i, position, first, first + step);
+    }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadata) {
@@ -75,6 +112,7 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
                          fmt::format("contains {}, outside the vocabulary [0, {})", id, config.vocab_size));
   if (config.prefill_method == config.decode_method)
     return field_error(keys::kDecodeMethod, "names the same method as prefill_method");
+  KESTREL_RETURN_IF_ERROR(check_buffer_sizes(config));
   return config;
 }
 
@@ -160,6 +198,7 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
   }
   const auto begin = std::chrono::steady_clock::now();
   KESTREL_RETURN_IF_ERROR(io.method->execute());
+  KESTREL_RETURN_IF_ERROR(check_logits_finite(*io.method, io.logits, io.logit_rows, config_.vocab_size, first, io.step));
   // The runner owns the caches: write each new slice at its position.
   const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
   for (size_t i = 0; i < caches_.size(); ++i)

@@ -26,10 +26,15 @@ double ms_since(Clock::time_point start) {
 Result<std::unique_ptr<Tokenizer>> load_embedded_tokenizer(const runtime::Program& program, int64_t vocab_size) {
   const auto& meta = program.metadata();
   auto format_it = meta.find(keys::kTokenizerFormat);
-  if (format_it == meta.end() || !std::holds_alternative<std::string>(format_it->second))
-    return std::unique_ptr<Tokenizer>();
+  if (format_it == meta.end()) return std::unique_ptr<Tokenizer>();
+  if (!std::holds_alternative<std::string>(format_it->second))
+    return make_error(ErrorCode::kInvalidArgument, "metadata '{}' must be a string (hf_json, llama2c or none)",
+                      keys::kTokenizerFormat);
   const std::string& format = std::get<std::string>(format_it->second);
   if (format == "none") return std::unique_ptr<Tokenizer>();
+  if (format != "hf_json" && format != "llama2c")
+    return make_error(ErrorCode::kUnsupported, "metadata '{}' = '{}' (known: hf_json, llama2c, none)",
+                      keys::kTokenizerFormat, format);
   auto segment_it = meta.find(keys::kTokenizerSegment);
   if (segment_it == meta.end() || !std::holds_alternative<int64_t>(segment_it->second))
     return make_error(ErrorCode::kInvalidArgument, "metadata '{}' is missing or not an integer",
@@ -39,16 +44,9 @@ Result<std::unique_ptr<Tokenizer>> load_embedded_tokenizer(const runtime::Progra
     return make_error(ErrorCode::kOutOfRange, "metadata '{}' = {} but the program has {} segments",
                       keys::kTokenizerSegment, segment, program.loaded().num_segments());
   const auto bytes = program.loaded().segment(static_cast<uint32_t>(segment));
-  Result<std::unique_ptr<Tokenizer>> tokenizer =
-      format == "hf_json"   ? load_hf_tokenizer(bytes)
-      : format == "llama2c" ? load_llama2c_tokenizer(bytes, vocab_size)
-                            : Result<std::unique_ptr<Tokenizer>>(make_error(
-                                  ErrorCode::kUnsupported, "metadata '{}' = '{}' (known: hf_json, llama2c, none)",
-                                  keys::kTokenizerFormat, format));
+  auto tokenizer = tokenizer::load_model_tokenizer(
+      format == "hf_json" ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c, bytes, vocab_size);
   if (!tokenizer.ok()) return tokenizer.error().with_context("loading the program's tokenizer");
-  if ((*tokenizer)->vocab_size() > vocab_size)
-    return make_error(ErrorCode::kInvalidArgument, "the tokenizer has {} tokens but the model's vocabulary is {}",
-                      (*tokenizer)->vocab_size(), vocab_size);
   return tokenizer;
 }
 
@@ -102,7 +100,9 @@ void Runner::reset() {
 Result<GenerationResult> Runner::generate(const std::string& prompt, const GenerationConfig& config,
                                           const TextCallback& on_text) {
   if (!tokenizer_)
-    return make_error(ErrorCode::kUnsupported, "this program carries no tokenizer; pass token ids instead");
+    return make_error(ErrorCode::kUnsupported,
+                      "this program carries no tokenizer: generate from token ids instead (Runner::generate_ids; "
+                      "kestrel run --prompt-ids)");
   const bool bos = config.add_bos && position_ == 0 && model_info().bos_id >= 0;
   KESTREL_ASSIGN_OR_RETURN(auto ids, tokenizer_->encode(prompt, bos));
   return run(std::move(ids), config, on_text);
@@ -121,13 +121,18 @@ Status Runner::check_request(int64_t start, int64_t feed_tokens, const std::vect
   if (config.max_new_tokens < 0)
     return make_error(ErrorCode::kInvalidArgument, "max new tokens must be >= 0, got {}", config.max_new_tokens);
   KESTREL_RETURN_IF_ERROR(config.sampler.validate());
+  for (size_t i = 0; i < config.stop_strings.size(); ++i)
+    if (config.stop_strings[i].empty())
+      return make_error(ErrorCode::kInvalidArgument, "stop string {} is empty (it would match everywhere)", i + 1);
   for (int64_t id : prompt_ids)
     if (id < 0 || id >= info.vocab_size)
       return make_error(ErrorCode::kInvalidArgument, "prompt token id {} is outside the vocabulary [0, {})", id,
                         info.vocab_size);
   // The last sampled token is never fed back, so n new tokens need n - 1 further positions.
-  const int64_t needed = start + feed_tokens + std::max<int64_t>(config.max_new_tokens - 1, 0);
-  if (needed > info.max_context)
+  // Summed in 64 unsigned bits: max_new_tokens may be as large as INT64_MAX.
+  const uint64_t needed = static_cast<uint64_t>(start) + static_cast<uint64_t>(feed_tokens) +
+                          static_cast<uint64_t>(std::max<int64_t>(config.max_new_tokens - 1, 0));
+  if (needed > static_cast<uint64_t>(info.max_context))
     return make_error(ErrorCode::kCapacity,
                       "prompt of {} tokens plus {} new tokens after {} already in the session needs {} positions, "
                       "but the program's context is {}",
@@ -176,7 +181,7 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
   auto logits = io_->forward(feed, position_);
   if (!logits.ok()) {
     reset();  // a failed call may have written part of the cache
-    return logits.error();
+    return logits.error().with_context("processing the prompt");
   }
   last_logits_ = *logits;
   const double prefill_ms = ms_since(start);
@@ -223,7 +228,7 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     logits = io_->forward(std::span<const int64_t>(&token, 1), position_);
     if (!logits.ok()) {
       reset();
-      return logits.error();
+      return logits.error().with_context(fmt::format("generation step {} (feeding generated token {})", n + 1, token));
     }
     last_logits_ = *logits;
     ++position_;

@@ -2,6 +2,7 @@
 // is an error value naming where it happened, never a crash.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "chat/jinja2_reference.h"
@@ -83,6 +84,17 @@ TEST(JinjaErrors, BadInputIsAnErrorNotACrash) {
   const auto nested = parsed->render(json{{"x", deep}});
   ASSERT_FALSE(nested.ok());
   EXPECT_NE(nested.error().message().find("nests deeper"), std::string::npos);
+}
+
+// Found by fuzz_chat_template: %-formatting a float beyond 64 bits, and the most negative
+// integer in hex, were undefined behaviour. The values match Python's.
+TEST(JinjaErrors, PercentFormatOfIntegersAtTheLimits) {
+  EXPECT_NE(error_of(R"({{ "%d" % 9.1e92 }})").find("does not fit a 64-bit integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({{ "%x" % -1e19 }})").find("does not fit a 64-bit integer"), std::string::npos);
+  auto limits = render(R"({{ "%x|%d|%o" % (x, x, x) }} {{ "%d" % 1e18 }})",
+                       json{{"x", std::numeric_limits<int64_t>::min()}});
+  ASSERT_TRUE(limits.ok()) << limits.error().to_string();
+  EXPECT_EQ(*limits, "-8000000000000000|-9223372036854775808|-1000000000000000000000 1000000000000000000");
 }
 
 TEST(JinjaLimits, DeepTemplateNestingIsRefusedAtParse) {

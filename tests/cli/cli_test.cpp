@@ -10,59 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_fixture.h"
 #include "kestrel/fixtures/default_model.h"
 
 namespace {
 
+using kestrel::testing::Cli;
+using kestrel::testing::Output;
 namespace fs = std::filesystem;
-
-struct Output {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-class Cli : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("kestrel-cli-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    ASSERT_EQ(run({"create-model", path("model")}).exit_code, 0);
-    auto exported = run({"export", path("model"), "-o", path("model.kst"), "--prefill-step", "8", "--max-context",
-                         "128"});
-    ASSERT_EQ(exported.exit_code, 0) << exported.err;
-    EXPECT_NE(exported.err.find("architecture LlamaForCausalLM"), std::string::npos) << exported.err;
-  }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
-
-  static std::string path(const std::string& name) { return (dir_ / name).string(); }
-
-  static Output run(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-    std::string command = KESTREL_CLI;
-    for (const auto& arg : args) {
-      std::string quoted = "'";
-      for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      command += " " + quoted + "'";
-    }
-    const std::string out_file = path("stdout.txt"), err_file = path("stderr.txt"), in_file = path("stdin.txt");
-    std::ofstream(in_file) << stdin_text;
-    command += " <" + in_file + " >" + out_file + " 2>" + err_file;
-    Output output;
-    const int status = std::system(command.c_str());
-    output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    auto slurp = [](const std::string& file) {
-      std::ifstream in(file, std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    };
-    output.out = slurp(out_file);
-    output.err = slurp(err_file);
-    return output;
-  }
-
-  static fs::path dir_;
-};
-
-fs::path Cli::dir_;
 
 TEST_F(Cli, InspectShowsContractMethodsAndArena) {
   auto out = run({"inspect", path("model.kst")});
@@ -155,7 +110,7 @@ TEST_F(Cli, ExportErrorsNameTheProblem) {
   EXPECT_NE(out.err.find("soc_model"), std::string::npos) << out.err;
   out = run({"export", path("model"), "-o", path("x.kst"), "--prefill-step", "0"});
   EXPECT_NE(out.exit_code, 0);
-  EXPECT_NE(out.err.find("prefill step"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("--prefill-step"), std::string::npos) << out.err;
 }
 
 TEST_F(Cli, QnnOptionsAreListedAndApplied) {

@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "kestrel/export/architecture.h"
 #include "kestrel/export/checkpoint.h"
 #include "kestrel/export/rope_tables.h"
@@ -22,10 +24,19 @@ namespace {
 namespace fs = std::filesystem;
 
 // A minimal config of `architecture` with small dimensions; `extra` adds or replaces keys.
+// Keys are written once (config.json refuses repeated keys); values of `extra` stay as written.
 std::string config_json(const std::string& architecture, const std::string& extra = "") {
-  std::string json = R"({"architectures": [")" + architecture + R"("], "vocab_size": 64, "hidden_size": 32,
-      "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-      "head_dim": 8, "max_position_embeddings": 128)";
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"vocab_size", "64"},         {"hidden_size", "32"},         {"intermediate_size", "48"},
+      {"num_hidden_layers", "2"},   {"num_attention_heads", "4"},  {"num_key_value_heads", "2"},
+      {"head_dim", "8"},            {"max_position_embeddings", "128"}};
+  std::set<std::string> replaced;
+  const auto extra_json = nlohmann::json::parse("{" + extra + "}", nullptr, /*allow_exceptions=*/false);
+  if (!extra_json.is_discarded())
+    for (const auto& item : extra_json.items()) replaced.insert(item.key());
+  std::string json = R"({"architectures": [")" + architecture + R"("])";
+  for (const auto& [key, value] : base)
+    if (replaced.count(key) == 0) json += ", \"" + key + "\": " + value;
   if (!extra.empty()) json += ", " + extra;
   return json + "}";
 }

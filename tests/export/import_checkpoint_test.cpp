@@ -14,6 +14,7 @@
 #include "kestrel/export/checkpoint.h"
 #include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
+#include "kestrel/fixtures/tokenizer_builder.h"
 
 namespace kestrel::exporter {
 namespace {
@@ -189,7 +190,8 @@ TEST_P(ImportHfRoundTrip, TensorsAndConfigSurvive) {
   const FixtureConfig& f = GetParam().config;
   TempDir tmp;
   const std::string dir = tmp / "model";
-  const std::string tokenizer = R"({"version": "1.0", "model": {"type": "BPE"}})";
+  // Export checks the tokenizer with the runner's parser, so it must be a real one.
+  const std::string tokenizer = fixtures::build_byte_level_bpe_tokenizer_json("a small text", f.vocab_size, {"<s>"});
   ASSERT_TRUE(fixtures::write_hf_checkpoint(dir, f, tokenizer).ok());
   auto checkpoint = load_checkpoint(dir);
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.error().to_string();
@@ -365,12 +367,17 @@ TEST(ImportCheckpoint, ExplicitTokenizerReplacesTokenizerJson) {
   const std::string dir = tmp / "model";
   FixtureConfig f;
   ASSERT_TRUE(fixtures::write_hf_checkpoint(dir, f, "{\"in\": \"dir\"}").ok());
-  write_bytes(tmp / "other.json", {'{', '}'});
+  const std::string other = fixtures::build_byte_level_bpe_tokenizer_json("other text", f.vocab_size, {"<s>"});
+  write_bytes(tmp / "other.json", std::vector<uint8_t>(other.begin(), other.end()));
   CheckpointOptions options;
   options.tokenizer_path = tmp / "other.json";
   auto checkpoint = load_checkpoint(dir, options);
   ASSERT_TRUE(checkpoint.ok()) << checkpoint.error().to_string();
-  EXPECT_EQ(checkpoint->tokenizer_bytes(), (std::vector<uint8_t>{'{', '}'}));
+  EXPECT_EQ(checkpoint->tokenizer_bytes(), std::vector<uint8_t>(other.begin(), other.end()));
+  // Without the replacement, the directory's own (damaged) tokenizer.json is an error.
+  auto damaged = load_checkpoint(dir);
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.error().message().find("tokenizer.json"), std::string::npos) << damaged.error().message();
 }
 
 // ---- config.json parsing ----

@@ -101,7 +101,7 @@ TEST_F(ImportHfErrors, TruncatedData) {
 
 TEST_F(ImportHfErrors, BadJsonHeader) {
   raw(R"({"a": {"dtype": "F32", "shape": [1], )", 4);
-  EXPECT_CONTAINS(load_error(dir_), "model.safetensors: header is not valid JSON");
+  EXPECT_CONTAINS(load_error(dir_), "model.safetensors header: invalid JSON");
   raw(R"([1, 2, 3])", 4);
   EXPECT_CONTAINS(load_error(dir_), "model.safetensors: header must be a JSON object, got array");
 }
@@ -441,7 +441,7 @@ TEST_F(ImportLlama2cErrors, BadHeader) {
 
 TEST_F(ImportLlama2cErrors, TokenizerProblems) {
   ErrorCode code;
-  EXPECT_CONTAINS(load_error(bin_, {}, &code), "needs its tokenizer.bin: set CheckpointOptions::tokenizer_path");
+  EXPECT_CONTAINS(load_error(bin_, {}, &code), "needs its tokenizer.bin: pass it with --tokenizer FILE");
   EXPECT_EQ(code, ErrorCode::kInvalidArgument);
 
   CheckpointOptions missing;
@@ -451,7 +451,7 @@ TEST_F(ImportLlama2cErrors, TokenizerProblems) {
   EXPECT_CONTAINS(msg, "absent.bin");
 
   write_tokenizer(tokenizer_bin(config_.vocab_size - 1));
-  EXPECT_CONTAINS(load_error(bin_, options_), "holds 287 tokens, but the checkpoint's vocab_size is 288");
+  EXPECT_CONTAINS(load_error(bin_, options_), "holds 287 tokens, but the model's vocab_size is 288");
 
   auto cut = tokenizer_bin(config_.vocab_size);
   cut.erase(cut.end() - 2, cut.end());

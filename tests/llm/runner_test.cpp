@@ -27,14 +27,6 @@ Result<std::unique_ptr<llm::Runner>> runner_for(const program::ProgramSpec& spec
   return llm::Runner::from_program(load_spec(spec), options);
 }
 
-llm::GenerationConfig greedy(int64_t n) {
-  llm::GenerationConfig config;
-  config.max_new_tokens = n;
-  config.sampler.temperature = 0;
-  config.stop_at_eos = false;
-  return config;
-}
-
 // ---- contract selection ----
 
 // A contract whose manager ignores the program and always predicts (last token + 1) mod vocab.
@@ -68,7 +60,7 @@ TEST(IOManagerRegistry, UsesTheContractTheProgramDeclares) {
   options.io_managers = &registry;
   auto runner = runner_for(spec, options);
   ASSERT_TRUE(runner.ok()) << runner.error().to_string();
-  auto result = (*runner)->generate_ids({5}, greedy(3));
+  auto result = (*runner)->generate_ids({5}, greedy_tokens(3));
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->token_ids, (std::vector<int64_t>{6, 7, 8}));
 }
@@ -141,7 +133,13 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"logits_mode", keys::kLogits, std::string("middle"), "'logits' is 'middle'"},
         InvalidCase{"logits_all_on_last_program", keys::kLogits, std::string("all"), "logits"},
         InvalidCase{"eos_out_of_vocab", keys::kEosIds, std::vector<int64_t>{2, 96}, "'eos_ids' contains 96"},
-        InvalidCase{"bos_out_of_vocab", keys::kBosId, int64_t{1000}, "'bos_id' (1000)"}),
+        InvalidCase{"bos_out_of_vocab", keys::kBosId, int64_t{1000}, "'bos_id' (1000)"},
+        InvalidCase{"cache_size_overflows", keys::kHeadDim, int64_t{1} << 60, "larger than a 64-bit byte count"},
+        InvalidCase{"logits_size_overflows", keys::kVocabSize, int64_t{1} << 62, "larger than a 64-bit byte count"},
+        InvalidCase{"tokenizer_format_not_string", keys::kTokenizerFormat, int64_t{0},
+                    "'tokenizer_format' must be a string"},
+        InvalidCase{"tokenizer_format_unknown", keys::kTokenizerFormat, std::string("sentencepiece"),
+                    "'tokenizer_format' = 'sentencepiece'"}),
     [](const auto& info) { return info.param.name; });
 
 // ---- the allocator hook ----
@@ -198,7 +196,7 @@ TEST(BufferAllocatorHook, AlignsBindsOncePerMethodAndFreesEverything) {
     EXPECT_EQ(shared, 4);
     // Every input and output of both methods was bound: 2 + 4 inputs, 1 + 4 outputs each.
     EXPECT_EQ(allocator->bound_slots.size(), 2u * (6 + 5));
-    auto result = (*runner)->generate_ids({1, 2, 3, 4, 5}, greedy(3));
+    auto result = (*runner)->generate_ids({1, 2, 3, 4, 5}, greedy_tokens(3));
     ASSERT_TRUE(result.ok());
   }
   EXPECT_EQ(allocator->frees, allocator->allocations);
@@ -227,9 +225,9 @@ TEST(BufferAllocatorHook, NullAllocationFallsBackToTheHeap) {
   auto& io = dynamic_cast<llm::HfStaticIOManager&>((*runner)->io_manager());
   EXPECT_EQ(io.buffers().heap_fallbacks(), 4u);
   // The heap-backed caches work: generation matches a heap-only runner.
-  auto result = (*runner)->generate_ids({3, 1, 4, 1, 5, 9}, greedy(4));
+  auto result = (*runner)->generate_ids({3, 1, 4, 1, 5, 9}, greedy_tokens(4));
   auto plain = runner_for(base_spec());
-  auto expected = (*plain)->generate_ids({3, 1, 4, 1, 5, 9}, greedy(4));
+  auto expected = (*plain)->generate_ids({3, 1, 4, 1, 5, 9}, greedy_tokens(4));
   ASSERT_TRUE(result.ok() && expected.ok());
   EXPECT_EQ(result->token_ids, expected->token_ids);
 }
@@ -249,10 +247,10 @@ TEST(BufferAllocatorHook, MemfdAllocatorServesTheRunner) {
   options.allocator = "memfd";
   auto runner = runner_for(base_spec(), options);
   ASSERT_TRUE(runner.ok()) << runner.error().to_string();
-  auto result = (*runner)->generate_ids({7, 8, 9}, greedy(3));
+  auto result = (*runner)->generate_ids({7, 8, 9}, greedy_tokens(3));
   ASSERT_TRUE(result.ok());
   auto plain = runner_for(base_spec());
-  EXPECT_EQ(result->token_ids, (*plain)->generate_ids({7, 8, 9}, greedy(3))->token_ids);
+  EXPECT_EQ(result->token_ids, (*plain)->generate_ids({7, 8, 9}, greedy_tokens(3))->token_ids);
   options.allocator = "nonexistent";
   auto bad = runner_for(base_spec(), options);
   ASSERT_FALSE(bad.ok());
@@ -263,19 +261,19 @@ TEST(BufferAllocatorHook, MemfdAllocatorServesTheRunner) {
 
 TEST(Generation, CapacityCheckedBeforeAnySideEffect) {
   auto runner = std::move(runner_for(base_spec())).value();  // context 48
-  auto first = runner->generate_ids({1, 2, 3, 4, 5, 6}, greedy(4));
+  auto first = runner->generate_ids({1, 2, 3, 4, 5, 6}, greedy_tokens(4));
   ASSERT_TRUE(first.ok());
   const int64_t position = runner->position();
-  auto too_long = runner->generate_ids(std::vector<int64_t>(30, 7), greedy(20));
+  auto too_long = runner->generate_ids(std::vector<int64_t>(30, 7), greedy_tokens(20));
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.error().code(), ErrorCode::kCapacity);
   EXPECT_NE(too_long.error().message().find("context is 48"), std::string::npos) << too_long.error().message();
   EXPECT_EQ(runner->position(), position);
   // The session goes on exactly as if the failed call never happened.
-  auto second = runner->generate_ids({9, 10}, greedy(4));
+  auto second = runner->generate_ids({9, 10}, greedy_tokens(4));
   auto fresh = std::move(runner_for(base_spec())).value();
-  ASSERT_TRUE(fresh->generate_ids({1, 2, 3, 4, 5, 6}, greedy(4)).ok());
-  auto expected = fresh->generate_ids({9, 10}, greedy(4));
+  ASSERT_TRUE(fresh->generate_ids({1, 2, 3, 4, 5, 6}, greedy_tokens(4)).ok());
+  auto expected = fresh->generate_ids({9, 10}, greedy_tokens(4));
   ASSERT_TRUE(second.ok() && expected.ok());
   EXPECT_EQ(second->token_ids, expected->token_ids);
 }
@@ -325,31 +323,31 @@ TEST(Generation, SameSeedSameTokens) {
 
 TEST(Generation, MultiTurnKeepsTheCacheAndResetClearsIt) {
   auto session = std::move(runner_for(base_spec())).value();
-  auto turn1 = session->generate_ids({1, 10, 20}, greedy(5));
+  auto turn1 = session->generate_ids({1, 10, 20}, greedy_tokens(5));
   ASSERT_TRUE(turn1.ok());
-  auto turn2 = session->generate_ids({30, 40}, greedy(5));
+  auto turn2 = session->generate_ids({30, 40}, greedy_tokens(5));
   ASSERT_TRUE(turn2.ok());
   // One fresh call over the whole conversation gives the same second answer.
   std::vector<int64_t> conversation{1, 10, 20};
   conversation.insert(conversation.end(), turn1->token_ids.begin(), turn1->token_ids.end());
   conversation.insert(conversation.end(), {30, 40});
-  auto whole = (*runner_for(base_spec()))->generate_ids(conversation, greedy(5));
+  auto whole = (*runner_for(base_spec()))->generate_ids(conversation, greedy_tokens(5));
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(turn2->token_ids, whole->token_ids);
 
   session->reset();
   EXPECT_EQ(session->position(), 0);
-  auto again = session->generate_ids({1, 10, 20}, greedy(5));
+  auto again = session->generate_ids({1, 10, 20}, greedy_tokens(5));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->token_ids, turn1->token_ids);
 }
 
 TEST(Generation, StopsAtEos) {
-  auto plain = (*runner_for(base_spec()))->generate_ids({1, 2, 3}, greedy(6));
+  auto plain = (*runner_for(base_spec()))->generate_ids({1, 2, 3}, greedy_tokens(6));
   ASSERT_TRUE(plain.ok());
   auto spec = base_spec();
   spec.metadata[keys::kEosIds] = std::vector<int64_t>{plain->token_ids[2]};
-  auto config = greedy(6);
+  auto config = greedy_tokens(6);
   config.stop_at_eos = true;
   auto stopped = (*runner_for(spec))->generate_ids({1, 2, 3}, config);
   ASSERT_TRUE(stopped.ok());
@@ -360,12 +358,12 @@ TEST(Generation, StopsAtEos) {
 
 TEST(Generation, RejectsBadRequests) {
   auto runner = std::move(runner_for(base_spec())).value();
-  EXPECT_EQ(runner->generate_ids({}, greedy(3)).error().code(), ErrorCode::kInvalidArgument);
-  auto bad_token = runner->generate_ids({1, 96}, greedy(3));
+  EXPECT_EQ(runner->generate_ids({}, greedy_tokens(3)).error().code(), ErrorCode::kInvalidArgument);
+  auto bad_token = runner->generate_ids({1, 96}, greedy_tokens(3));
   ASSERT_FALSE(bad_token.ok());
   EXPECT_NE(bad_token.error().message().find("token id 96"), std::string::npos);
   EXPECT_EQ(runner->position(), 0);
-  auto no_tokenizer = runner->generate("hello", greedy(3));
+  auto no_tokenizer = runner->generate("hello", greedy_tokens(3));
   ASSERT_FALSE(no_tokenizer.ok());
   EXPECT_NE(no_tokenizer.error().message().find("no tokenizer"), std::string::npos);
 }
@@ -395,7 +393,7 @@ TEST(RunnerHooks, LastLogitsAreTheReferenceScoresOfTheLastStep) {
   std::vector<int64_t> tokens{1, 17, 42, 5, 88, 23};
 
   // No new tokens: the prompt runs through the model and nothing is sampled.
-  auto scored = runner->generate_ids(tokens, greedy(0));
+  auto scored = runner->generate_ids(tokens, greedy_tokens(0));
   ASSERT_TRUE(scored.ok()) << scored.error().to_string();
   EXPECT_TRUE(scored->token_ids.empty());
   EXPECT_LE(max_abs_error(runner->last_logits(), reference.forward(tokens).back()), 1e-4);
@@ -404,7 +402,7 @@ TEST(RunnerHooks, LastLogitsAreTheReferenceScoresOfTheLastStep) {
   // sampled from these logits and enters the cache with the next request).
   runner->reset();
   EXPECT_TRUE(runner->last_logits().empty());
-  auto generated = runner->generate_ids(tokens, greedy(4));
+  auto generated = runner->generate_ids(tokens, greedy_tokens(4));
   ASSERT_TRUE(generated.ok()) << generated.error().to_string();
   ASSERT_EQ(generated->token_ids.size(), 4u);
   const auto logits = runner->last_logits();
@@ -415,12 +413,12 @@ TEST(RunnerHooks, LastLogitsAreTheReferenceScoresOfTheLastStep) {
 
 TEST(RunnerHooks, TokenCallbackSeesEachTokenAndStopsBetweenTokens) {
   auto runner = std::move(runner_for(base_spec())).value();
-  const auto whole = runner->generate_ids({1, 2, 3}, greedy(8));
+  const auto whole = runner->generate_ids({1, 2, 3}, greedy_tokens(8));
   ASSERT_TRUE(whole.ok());
 
   auto fresh = std::move(runner_for(base_spec())).value();
   std::vector<int64_t> seen;
-  auto config = greedy(8);
+  auto config = greedy_tokens(8);
   config.on_token = [&](int64_t token) {
     seen.push_back(token);
     return seen.size() < 3;
@@ -432,10 +430,10 @@ TEST(RunnerHooks, TokenCallbackSeesEachTokenAndStopsBetweenTokens) {
   EXPECT_EQ(stopped->token_ids, seen);
 
   // The session stays usable: the next turn continues exactly as an uninterrupted one would.
-  auto next = fresh->generate_ids({9, 10}, greedy(4));
+  auto next = fresh->generate_ids({9, 10}, greedy_tokens(4));
   auto reference_session = std::move(runner_for(base_spec())).value();
-  ASSERT_TRUE(reference_session->generate_ids({1, 2, 3}, greedy(3)).ok());
-  auto expected = reference_session->generate_ids({9, 10}, greedy(4));
+  ASSERT_TRUE(reference_session->generate_ids({1, 2, 3}, greedy_tokens(3)).ok());
+  auto expected = reference_session->generate_ids({9, 10}, greedy_tokens(4));
   ASSERT_TRUE(next.ok() && expected.ok());
   EXPECT_EQ(next->token_ids, expected->token_ids);
 }

@@ -22,19 +22,11 @@ std::unique_ptr<llm::Runner> default_model_runner() {
   return std::move(runner).value();
 }
 
-llm::GenerationConfig greedy(int64_t n) {
-  llm::GenerationConfig config;
-  config.max_new_tokens = n;
-  config.sampler.temperature = 0;
-  config.stop_at_eos = false;
-  return config;
-}
-
 TEST(RunnerText, StreamsValidTextThatMatchesTheTokens) {
   auto runner = default_model_runner();
   ASSERT_NE(runner->tokenizer(), nullptr);
   std::string streamed;
-  auto result = runner->generate("The little bird sang", greedy(24), [&](const std::string& piece) {
+  auto result = runner->generate("The little bird sang", greedy_tokens(24), [&](const std::string& piece) {
     streamed += piece;
     return true;
   });
@@ -50,14 +42,14 @@ TEST(RunnerText, StreamsValidTextThatMatchesTheTokens) {
 
 TEST(RunnerText, StopStringCutsTheTextAndStops) {
   auto runner = default_model_runner();
-  auto full = runner->generate("Rain fell on the hills", greedy(24));
+  auto full = runner->generate("Rain fell on the hills", greedy_tokens(24));
   ASSERT_TRUE(full.ok());
   ASSERT_GE(full->text.size(), 8u);
   const std::string stop = full->text.substr(full->text.size() / 2, 3);
   const size_t cut = full->text.find(stop);
 
   runner->reset();
-  auto config = greedy(24);
+  auto config = greedy_tokens(24);
   config.stop_strings = {stop};
   std::string streamed;
   auto stopped = runner->generate("Rain fell on the hills", config, [&](const std::string& piece) {
@@ -74,7 +66,7 @@ TEST(RunnerText, StopStringCutsTheTextAndStops) {
 TEST(RunnerText, CallbackCanStopGeneration) {
   auto runner = default_model_runner();
   int calls = 0;
-  auto result = runner->generate("Birds", greedy(30), [&](const std::string&) { return ++calls < 3; });
+  auto result = runner->generate("Birds", greedy_tokens(30), [&](const std::string&) { return ++calls < 3; });
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->stop_reason, "callback");
   EXPECT_LT(result->token_ids.size(), 30u);

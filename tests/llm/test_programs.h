@@ -10,6 +10,7 @@
 #include "kestrel/export/exporter.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
 #include "kestrel/kernels/portable.h"
+#include "kestrel/llm/runner.h"
 #include "kestrel/program/writer.h"
 #include "kestrel/runtime/method.h"
 
@@ -47,6 +48,15 @@ inline exporter::ExportOptions small_export(int64_t prefill_step = 4, int64_t ma
   options.prefill_step = prefill_step;
   options.max_context = max_context;
   return options;
+}
+
+// Greedy decoding of exactly n tokens (eos does not stop it): runs compare token streams.
+inline llm::GenerationConfig greedy_tokens(int64_t n) {
+  llm::GenerationConfig config;
+  config.max_new_tokens = n;
+  config.sampler.temperature = 0;
+  config.stop_at_eos = false;
+  return config;
 }
 
 // Writes the fixture (HF format unless `llama2c`), exports it and returns the program spec.

@@ -39,6 +39,7 @@ struct ExportReport {
   uint64_t constant_bytes = 0;
   size_t constants = 0;
   int64_t max_context = 0;
+  std::string tokenizer_format;  // "hf_json", "llama2c" or "none" (the program then takes token ids)
 };
 
 // Where one node of a method graph (before partitioning) runs.

@@ -29,7 +29,8 @@ struct HfStaticConfig {
 
 // Reads and checks every field; the error names the first field that is missing or invalid.
 Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadata);
-// Checks a method's I/O count, names' order, dtypes and shapes against the config for step T.
+// Checks a method's I/O count, dtypes and shapes against the config for step T. Names are not
+// checked: I/O binds by index (docs/hf_static-v1.md); the names appear in the messages.
 Status validate_hf_static_method(const runtime::Method& method, const HfStaticConfig& config, int64_t step);
 
 // How the prompt tail (fewer tokens than a prefill step) is run.

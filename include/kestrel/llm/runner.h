@@ -76,7 +76,12 @@ class Runner {
   int64_t position() const { return position_; }
 
   // Generates from `prompt` after whatever this session already holds (multi-turn).
-  // Checks capacity before any side effect: on failure the cache and position are untouched.
+  // Every check (prompt ids, sampler, stop strings, capacity) runs before any side effect: a
+  // request that fails one leaves the cache, position and session tokens untouched. A model
+  // call that fails once generation started (a backend error, a non-finite logit) resets the
+  // session as reset() does and returns the error; the runner stays usable. When on_text
+  // returns false, generation stops after that token (stop_reason "callback") and the session
+  // keeps every token so far, exactly as after a turn that ended for any other reason.
   Result<GenerationResult> generate(const std::string& prompt, const GenerationConfig& config,
                                     const TextCallback& on_text = nullptr);
   // The same from token ids (no tokenizer needed).

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,14 +72,24 @@ namespace kestrel::exporter::import {
 Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file,
                                                    const std::string& label);
 
-// Parses `text` as a JSON object; `source` names the file in errors.
+// model.safetensors.index.json: its weight_map {tensor: file} as file -> tensors. Every file is
+// a plain name in the index's directory. `label` names the index in errors.
+Result<std::map<std::string, std::set<std::string>>> parse_safetensors_index(std::string_view text,
+                                                                            const std::string& label);
+
+// Parses `text` as JSON, refusing an object with a repeated key; `source` names the file in errors.
+Result<nlohmann::json> parse_json_unique_keys(std::string_view text, const std::string& source);
+
+// Parses `text` as a JSON object (unique keys); `source` names the file in errors.
 Result<nlohmann::json> parse_json_object(std::string_view text, const std::string& source);
 
 // Refuses a config whose num_hidden_layers exceeds the layers the checkpoint holds tensors for,
 // before anything proportional to the layer count is built.
 Status check_layer_count(const Checkpoint::Impl& impl, const std::string& config_source);
 
-// Reads a whole small file (config, tokenizer) into memory.
+// Reads a whole small file (config, index, tokenizer) into memory; a directory, an endless
+// device or a file past kMaxSmallFileBytes is an error naming it.
+inline constexpr uint64_t kMaxSmallFileBytes = uint64_t{256} << 20;
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path);
 
 // Checks that every tensor the config requires exists, is float and has the expected shape.
@@ -87,10 +98,9 @@ Status validate_required_tensors(const Checkpoint::Impl& impl);
 Result<Checkpoint> load_hf_checkpoint(const std::string& dir, const CheckpointOptions& options);
 Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const CheckpointOptions& options);
 
-// Checks a llama2.c tokenizer.bin: max_token_length, then per token a float score, an int32
-// length and the bytes; exactly `vocab_size` tokens. `label` names the file in errors.
-Status validate_llama2c_tokenizer(std::span<const uint8_t> bytes, int64_t vocab_size,
-                                  const std::string& label);
+// Reads the tokenizer file at `path`, checks it with the runner's parser (it must load, and
+// every id it produces must fit the config's vocab_size) and keeps its bytes in `impl`.
+Status read_checkpoint_tokenizer(Checkpoint::Impl& impl, const std::string& path, TokenizerFormat format);
 
 std::string shape_string(std::span<const int64_t> shape);
 

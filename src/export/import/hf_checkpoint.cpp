@@ -52,25 +52,7 @@ Status add_safetensors_file(Checkpoint::Impl& impl, MappingSet& mappings, const 
 Status load_sharded(Checkpoint::Impl& impl, MappingSet& mappings, const fs::path& dir) {
   const std::string index_name = "model.safetensors.index.json";
   KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes((dir / index_name).string()));
-  KESTREL_ASSIGN_OR_RETURN(json index, parse_json_object(text_of(bytes), index_name));
-  const auto map_it = index.find("weight_map");
-  if (map_it == index.end() || !map_it->is_object())
-    return make_error(ErrorCode::kCorrupt, "{}: missing object 'weight_map'", index_name);
-  std::map<std::string, std::set<std::string>> shards;  // file -> tensors, in file order
-  for (const auto& [name, file] : map_it->items()) {
-    if (!file.is_string())
-      return make_error(ErrorCode::kCorrupt, "{}: weight_map entry '{}' must be a file name, got {}",
-                        index_name, name, file.dump());
-    const std::string file_name = file.get<std::string>();
-    if (file_name.empty() || file_name.find('/') != std::string::npos ||
-        file_name.find('\\') != std::string::npos || file_name == "." || file_name == "..")
-      return make_error(ErrorCode::kCorrupt,
-                        "{}: weight_map entry '{}' names '{}', which is not a plain file name",
-                        index_name, name, file_name);
-    shards[file_name].insert(name);
-  }
-  if (shards.empty())
-    return make_error(ErrorCode::kCorrupt, "{}: weight_map is empty", index_name);
+  KESTREL_ASSIGN_OR_RETURN(auto shards, parse_safetensors_index(text_of(bytes), index_name));
   for (const auto& [file_name, names] : shards)
     KESTREL_RETURN_IF_ERROR(add_safetensors_file(impl, mappings, dir, file_name, &names));
   return ok_status();
@@ -109,19 +91,14 @@ Result<Checkpoint> load_hf_checkpoint(const std::string& dir_string, const Check
   if (!options.tokenizer_path.empty()) {
     // An explicit tokenizer replaces the directory's own tokenizer.json.
     const std::string& path = options.tokenizer_path;
-    auto bytes = read_file_bytes(path);
-    if (!bytes.ok()) return context(bytes.error());
     const bool is_json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-    if (!is_json)
-      KESTREL_RETURN_IF_ERROR(validate_llama2c_tokenizer(*bytes, impl->config.vocab_size, path));
-    impl->tokenizer_bytes = std::move(bytes).value();
-    impl->tokenizer_format = is_json ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c;
-  } else if (const fs::path tokenizer_path = dir / "tokenizer.json";
-             fs::is_regular_file(tokenizer_path, ec)) {
-    auto bytes = read_file_bytes(tokenizer_path.string());
-    if (!bytes.ok()) return context(bytes.error());
-    impl->tokenizer_bytes = std::move(bytes).value();
-    impl->tokenizer_format = TokenizerFormat::kHfJson;
+    const Status read =
+        read_checkpoint_tokenizer(*impl, path, is_json ? TokenizerFormat::kHfJson : TokenizerFormat::kLlama2c);
+    if (!read.ok()) return context(read.error());
+  } else if (const fs::path tokenizer_path = dir / "tokenizer.json"; fs::exists(fs::symlink_status(tokenizer_path, ec))) {
+    // Present means it must load: a directory or a damaged file is an error, not "no tokenizer".
+    const Status read = read_checkpoint_tokenizer(*impl, tokenizer_path.string(), TokenizerFormat::kHfJson);
+    if (!read.ok()) return context(read.error());
   }
 
   if (impl->tokenizer_format == TokenizerFormat::kHfJson) {

@@ -72,7 +72,8 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
   // Keys the architecture does not read: transformers' forward pass does not use them either
   // (dropouts, initializer_range, use_cache, ...), listed at debug level for the curious.
   std::vector<std::string> unread;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
     const bool declared = std::any_of(architecture->fields.begin(), architecture->fields.end(),
                                       [&](const ConfigField& field) { return field.key == key; });
     if (!declared && key != "architectures" && key != "model_type" && key != "bos_token_id" && key != "eos_token_id")
@@ -120,12 +121,7 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
 namespace import {
 
 Result<json> parse_json_object(std::string_view text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return make_error(ErrorCode::kInvalidArgument, "{}: invalid JSON: {}", source, e.what());
-  }
+  KESTREL_ASSIGN_OR_RETURN(json j, parse_json_unique_keys(text, source));
   if (!j.is_object())
     return make_error(ErrorCode::kInvalidArgument, "{}: must hold a JSON object, got {}", source, j.type_name());
   return j;

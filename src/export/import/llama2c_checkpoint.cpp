@@ -35,47 +35,6 @@ struct Block {
 
 }  // namespace
 
-Status validate_llama2c_tokenizer(std::span<const uint8_t> bytes, int64_t vocab_size,
-                                  const std::string& label) {
-  if (bytes.size() < 4)
-    return make_error(ErrorCode::kCorrupt, "{}: file is {} bytes, too short for max_token_length",
-                      label, bytes.size());
-  const int32_t max_len = read_i32(bytes.data());
-  if (max_len <= 0)
-    return make_error(ErrorCode::kCorrupt, "{}: max_token_length {} must be positive", label,
-                      max_len);
-  size_t offset = 4;
-  int64_t count = 0;
-  while (offset < bytes.size()) {
-    if (bytes.size() - offset < 8)
-      return make_error(ErrorCode::kCorrupt,
-                        "{}: truncated: token {} needs an 8-byte score and length at byte {}, but "
-                        "the file has {} bytes",
-                        label, count, offset, bytes.size());
-    float score;
-    std::memcpy(&score, bytes.data() + offset, sizeof(score));
-    const int32_t len = read_i32(bytes.data() + offset + 4);
-    if (!std::isfinite(score))
-      return make_error(ErrorCode::kCorrupt, "{}: token {} has a non-finite score", label, count);
-    if (len < 0 || len > max_len)
-      return make_error(ErrorCode::kCorrupt,
-                        "{}: token {} has length {}, outside [0, max_token_length {}]", label,
-                        count, len, max_len);
-    offset += 8;
-    if (bytes.size() - offset < static_cast<size_t>(len))
-      return make_error(ErrorCode::kCorrupt,
-                        "{}: truncated: token {} needs {} bytes at byte {}, but the file has {} bytes",
-                        label, count, len, offset, bytes.size());
-    offset += static_cast<size_t>(len);
-    ++count;
-  }
-  if (count != vocab_size)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "{}: holds {} tokens, but the checkpoint's vocab_size is {}", label, count,
-                      vocab_size);
-  return ok_status();
-}
-
 Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const CheckpointOptions& options) {
   const std::string label = std::filesystem::path(path).filename().string();
   KESTREL_ASSIGN_OR_RETURN(auto mapped, MappedFile::open(path));
@@ -194,16 +153,11 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
 
   if (options.tokenizer_path.empty())
     return make_error(ErrorCode::kInvalidArgument,
-                      "llama2.c checkpoint '{}' needs its tokenizer.bin: set "
-                      "CheckpointOptions::tokenizer_path",
+                      "llama2.c checkpoint '{}' needs its tokenizer.bin: pass it with --tokenizer FILE "
+                      "(CheckpointOptions::tokenizer_path)",
                       path);
-  auto tokenizer = read_file_bytes(options.tokenizer_path);
-  if (!tokenizer.ok())
-    return tokenizer.error().with_context("tokenizer for llama2.c checkpoint '" + path + "'");
-  KESTREL_RETURN_IF_ERROR(validate_llama2c_tokenizer(*tokenizer, c.vocab_size,
-                                                     options.tokenizer_path));
-  impl->tokenizer_bytes = std::move(tokenizer).value();
-  impl->tokenizer_format = TokenizerFormat::kLlama2c;
+  const Status tokenizer = read_checkpoint_tokenizer(*impl, options.tokenizer_path, TokenizerFormat::kLlama2c);
+  if (!tokenizer.ok()) return tokenizer.error().with_context("llama2.c checkpoint '" + path + "'");
 
   auto mappings = std::make_shared<MappingSet>();
   mappings->files.push_back(std::move(mapped));

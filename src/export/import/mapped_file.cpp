@@ -5,10 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/file.h"
 
 namespace kestrel::exporter::import {
 
@@ -51,15 +51,7 @@ MappedFile::~MappedFile() {
 }
 
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    return make_error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open '{}': {}",
-                      path, std::strerror(err));
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return make_error(ErrorCode::kIo, "cannot read '{}'", path);
-  return bytes;
+  return kestrel::read_file_bytes(path, kMaxSmallFileBytes, "file");
 }
 
 }  // namespace kestrel::exporter::import

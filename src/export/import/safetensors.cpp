@@ -2,6 +2,8 @@
 // {name: {dtype, shape, data_offsets: [begin, end)}, "__metadata__": {str: str}}, then the data
 // area; offsets are relative to the start of the data area. Nothing in the file is trusted.
 #include <algorithm>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "export/import/checkpoint_internal.h"
@@ -65,12 +67,9 @@ Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file
                       label, header_len);
 
   const auto* header_begin = reinterpret_cast<const char*>(file.data() + 8);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(ErrorCode::kCorrupt, "{}: header is not valid JSON: {}", label, e.what());
-  }
+  auto parsed = parse_json_unique_keys(std::string_view(header_begin, header_len), label + " header");
+  if (!parsed.ok()) return Error(ErrorCode::kCorrupt, parsed.error().message());
+  const nlohmann::json header = std::move(parsed).value();
   if (!header.is_object())
     return make_error(ErrorCode::kCorrupt, "{}: header must be a JSON object, got {}", label,
                       header.type_name());
@@ -170,6 +169,29 @@ Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file
     if (prev == SIZE_MAX || ranges[idx].second > ranges[prev].second) prev = idx;
   }
   return entries;
+}
+
+Result<std::map<std::string, std::set<std::string>>> parse_safetensors_index(std::string_view text,
+                                                                            const std::string& label) {
+  KESTREL_ASSIGN_OR_RETURN(nlohmann::json index, parse_json_object(text, label));
+  const auto map_it = index.find("weight_map");
+  if (map_it == index.end() || !map_it->is_object())
+    return make_error(ErrorCode::kCorrupt, "{}: missing object 'weight_map'", label);
+  std::map<std::string, std::set<std::string>> shards;
+  for (const auto& [name, file] : map_it->items()) {
+    if (!file.is_string())
+      return make_error(ErrorCode::kCorrupt, "{}: weight_map entry '{}' must be a file name, got {}", label, name,
+                        file.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    const std::string file_name = file.get<std::string>();
+    // The shards live next to the index: a path could read any file on the machine.
+    if (file_name.empty() || file_name.find('/') != std::string::npos || file_name.find('\\') != std::string::npos ||
+        file_name == "." || file_name == ".." || file_name.find('\0') != std::string::npos)
+      return make_error(ErrorCode::kCorrupt, "{}: weight_map entry '{}' names '{}', which is not a plain file name",
+                        label, name, file_name);
+    shards[file_name].insert(name);
+  }
+  if (shards.empty()) return make_error(ErrorCode::kCorrupt, "{}: weight_map is empty", label);
+  return shards;
 }
 
 }  // namespace kestrel::exporter::import

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "kestrel/fixtures/tokenizer_builder.h"
-#include "kestrel/llm/tokenizer.h"
+#include "kestrel/tokenizer/tokenizer.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using fixtures::Llama2cToken;
@@ -132,8 +132,13 @@ TEST(Llama2cTokenizer, TruncatedOrBadFilesAreErrors) {
   // Claiming more tokens than the file has names the first missing token.
   auto more = load_llama2c_tokenizer(bin, 279);
   ASSERT_FALSE(more.ok());
-  EXPECT_EQ(more.error().code(), ErrorCode::kCorrupt);
-  EXPECT_NE(more.error().message().find("token 278"), std::string::npos) << more.error().message();
+  EXPECT_EQ(more.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(more.error().message().find("holds 278 tokens, but the model's vocab_size is 279"), std::string::npos)
+      << more.error().message();
+  // So is a file with more tokens than the model has.
+  auto fewer = load_llama2c_tokenizer(bin, 277);
+  ASSERT_FALSE(fewer.ok());
+  EXPECT_NE(fewer.error().message().find("holds 278 tokens"), std::string::npos) << fewer.error().message();
   // Cut inside the bytes of the last token.
   std::vector<uint8_t> cut(bin.begin(), bin.end() - 2);
   auto truncated = load_llama2c_tokenizer(cut, 278);
@@ -216,9 +221,9 @@ TEST(Llama2cTokenizer, FormatDetectionAndFileLoading) {
   std::remove(path.c_str());
   auto missing = load_tokenizer_file(path);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code(), ErrorCode::kIo);
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
   EXPECT_NE(missing.error().message().find(path), std::string::npos);
 }
 
 }  // namespace
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

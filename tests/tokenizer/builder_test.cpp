@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "kestrel/fixtures/tokenizer_builder.h"
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/regex.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/regex.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 const std::vector<std::string> kSpecials = {"<|begin_of_text|>", "<|end_of_text|>"};
@@ -117,4 +117,4 @@ TEST(TokenizerBuilder, PreSplitMatchesTheGpt2Regex) {
 }
 
 }  // namespace
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

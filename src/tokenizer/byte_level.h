@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 
 class ByteLevelMap {
  public:
@@ -29,4 +29,4 @@ class ByteLevelMap {
   std::array<int16_t, 512> backward_;  // code point -> byte, -1 if unmapped
 };
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

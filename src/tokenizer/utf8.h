@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -41,4 +41,4 @@ void append_code_point(uint32_t cp, std::string& out);
 // A byte-fallback piece "<0xAB>" -> 0xAB; nothing for any other piece.
 std::optional<uint8_t> parse_byte_token(std::string_view s);
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

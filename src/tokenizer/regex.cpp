@@ -1,12 +1,12 @@
-#include "llm/tokenizer/regex.h"
+#include "tokenizer/regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include "kestrel/core/error_helpers.h"
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 
 struct Regex::Code {
   pcre2_code* code = nullptr;
@@ -73,4 +73,4 @@ Result<std::vector<std::pair<size_t, size_t>>> Regex::find_all(std::string_view 
   return matches;
 }
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

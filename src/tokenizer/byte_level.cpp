@@ -1,8 +1,8 @@
-#include "llm/tokenizer/byte_level.h"
+#include "tokenizer/byte_level.h"
 
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 namespace {
 
 bool is_printable_byte(int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
@@ -46,4 +46,4 @@ std::optional<std::string> ByteLevelMap::decode(std::string_view text) const {
   return out;
 }
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

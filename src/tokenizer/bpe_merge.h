@@ -11,7 +11,7 @@
 #include <queue>
 #include <vector>
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 
 struct MergeCandidate {
   double priority;  // lower merges first
@@ -73,4 +73,4 @@ void merge_pairs(std::vector<int64_t>& ids, const Lookup& lookup) {
   for (int64_t i = 0; i >= 0; i = symbols[i].next) ids.push_back(symbols[i].id);
 }
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/regex.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/regex.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using json = nlohmann::json;
@@ -570,4 +570,4 @@ TEST(HfTokenizer, DamagedFilesFailCleanly) {
 }
 
 }  // namespace
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

@@ -1,6 +1,6 @@
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 namespace {
 
 // Result of examining the sequence that starts at bytes[pos].
@@ -123,4 +123,4 @@ std::optional<uint8_t> parse_byte_token(std::string_view s) {
   return static_cast<uint8_t>(hi * 16 + lo);
 }
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kestrel/fixtures/tokenizer_builder.h"
-#include "kestrel/llm/tokenizer.h"
+#include "kestrel/tokenizer/tokenizer.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using Ids = std::vector<int64_t>;
@@ -131,4 +131,4 @@ TEST(StreamingDecoder, BadIdIsRecorded) {
 }
 
 }  // namespace
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

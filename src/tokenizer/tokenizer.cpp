@@ -1,14 +1,11 @@
-#include "kestrel/llm/tokenizer.h"
+#include "kestrel/tokenizer/tokenizer.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "kestrel/core/error_helpers.h"
-#include "llm/tokenizer/utf8.h"
+#include "kestrel/core/file.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 
 Tokenizer::~Tokenizer() = default;
 
@@ -65,12 +62,22 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(TokenizerFormat format, std::s
   return make_error(ErrorCode::kInvalidArgument, "unknown tokenizer format {}", static_cast<int>(format));
 }
 
+Result<std::unique_ptr<Tokenizer>> load_model_tokenizer(TokenizerFormat format, std::span<const uint8_t> bytes,
+                                                        int64_t model_vocab_size) {
+  if (model_vocab_size < 1)
+    return make_error(ErrorCode::kInvalidArgument, "the model's vocabulary size {} must be >= 1", model_vocab_size);
+  KESTREL_ASSIGN_OR_RETURN(auto tokenizer, load_tokenizer(format, bytes, model_vocab_size));
+  if (tokenizer->vocab_size() > model_vocab_size)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the {} tokenizer has ids up to {} but the model's vocabulary is {} (ids 0..{})",
+                      tokenizer_format_name(format), tokenizer->vocab_size() - 1, model_vocab_size,
+                      model_vocab_size - 1);
+  return tokenizer;
+}
+
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_file(const std::string& path, std::optional<TokenizerFormat> format,
                                                        int64_t vocab_size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorCode::kIo, "cannot open tokenizer file '{}': {}", path, std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return make_error(ErrorCode::kIo, "cannot read tokenizer file '{}'", path);
+  KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_file_bytes(path, kMaxTokenizerFileBytes, "tokenizer file"));
   const TokenizerFormat f = format ? *format : detect_tokenizer_format(bytes);
   auto tokenizer = load_tokenizer(f, bytes, vocab_size);
   if (!tokenizer.ok()) return tokenizer.error().with_context(path);
@@ -111,4 +118,4 @@ void StreamingDecoder::reset(int64_t prev_id) {
   status_ = Status();
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

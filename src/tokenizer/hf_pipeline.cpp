@@ -1,13 +1,12 @@
-#include "llm/tokenizer/hf_pipeline.h"
+#include "tokenizer/hf_pipeline.h"
 
 #include <algorithm>
 
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/core/log.h"
-#include "llm/tokenizer/byte_level.h"
-#include "llm/tokenizer/utf8.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm::detail::hf {
+namespace kestrel::tokenizer::detail::hf {
 
 Error corrupt(const std::string& path, const std::string& what) {
   return make_error(ErrorCode::kCorrupt, "{}: {} {}", kFile, path, what);
@@ -237,9 +236,12 @@ Status parse_normalizer(const json& j, const std::string& path, std::vector<Norm
   } else if (type == "Lowercase") {
     steps.push_back(NormalizerStep::of(NormalizerStep::Kind::kLowercase));
   } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
-    // No Unicode normalization tables here: the text is taken as already normalized, which is
-    // exact for the common case of NFC input to an NFC normalizer.
-    if (type != "NFC") log(LogLevel::kDebug, "{}: normalizer {} is applied as identity", kFile, type);
+    NormalizerStep step = NormalizerStep::of(NormalizerStep::Kind::kNormalForm);
+    step.form = type == "NFC"   ? NormalForm::kNfc
+                : type == "NFD" ? NormalForm::kNfd
+                : type == "NFKC" ? NormalForm::kNfkc
+                                 : NormalForm::kNfkd;
+    steps.push_back(std::move(step));
   } else {
     return make_error(ErrorCode::kUnsupported,
                       "{}: {}.type '{}' is not supported (supported: Sequence, Replace, Prepend, Strip, Lowercase, "
@@ -260,22 +262,17 @@ Result<std::string> normalize(const std::vector<NormalizerStep>& steps, std::str
       case NormalizerStep::Kind::kPrepend:
         if (!text.empty()) text = step.content + text;
         break;
-      case NormalizerStep::Kind::kStrip: {
-        size_t b = 0, e = text.size();
-        if (step.strip_left) {
-          while (b < e && is_ascii_space(text[b])) ++b;
-        }
-        if (step.strip_right) {
-          while (e > b && is_ascii_space(text[e - 1])) --e;
-        }
-        text = text.substr(b, e - b);
+      case NormalizerStep::Kind::kStrip:
+        text = strip_unicode_whitespace(text, step.strip_left, step.strip_right);
+        break;
+      case NormalizerStep::Kind::kLowercase: {
+        KESTREL_ASSIGN_OR_RETURN(text, lowercase_unicode(text));
         break;
       }
-      case NormalizerStep::Kind::kLowercase:
-        for (char& c : text) {
-          if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        }
+      case NormalizerStep::Kind::kNormalForm: {
+        KESTREL_ASSIGN_OR_RETURN(text, normalize_unicode(text, step.form));
         break;
+      }
     }
   }
   return text;
@@ -477,4 +474,4 @@ std::string apply_decoders(const std::vector<DecoderStep>& steps, std::string to
   return token;
 }
 
-}  // namespace kestrel::llm::detail::hf
+}  // namespace kestrel::tokenizer::detail::hf

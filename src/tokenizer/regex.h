@@ -10,7 +10,7 @@
 
 #include "kestrel/core/result.h"
 
-namespace kestrel::llm::detail {
+namespace kestrel::tokenizer::detail {
 
 class Regex {
  public:
@@ -35,4 +35,4 @@ class Regex {
 inline constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-}  // namespace kestrel::llm::detail
+}  // namespace kestrel::tokenizer::detail

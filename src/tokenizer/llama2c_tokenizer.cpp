@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/bpe_merge.h"
-#include "llm/tokenizer/utf8.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 constexpr int64_t kBos = 1;
@@ -24,12 +25,12 @@ struct StringHash {
 
 class Llama2cTokenizer final : public Tokenizer {
  public:
+  // Reads every token of the file; with vocab_size > 0 the file must hold exactly that many.
   Status load(std::span<const uint8_t> bin, int64_t vocab_size) {
     if (vocab_size < 0 || vocab_size > kMaxVocab) {
       return make_error(ErrorCode::kInvalidArgument, "tokenizer.bin: vocab_size {} is outside [0, {}]", vocab_size,
                         kMaxVocab);
     }
-    const bool read_all = vocab_size == 0;  // every token the file holds
     size_t pos = 0;
     const auto read = [&](void* dst, size_t n) {
       if (bin.size() - pos < n) return false;
@@ -42,28 +43,37 @@ class Llama2cTokenizer final : public Tokenizer {
       return make_error(ErrorCode::kCorrupt, "tokenizer.bin: {} bytes is too short for the max_token_length header",
                         bin.size());
     }
-    if (max_token_length < 0) {
-      return make_error(ErrorCode::kCorrupt, "tokenizer.bin: max_token_length {} is negative", max_token_length);
+    if (max_token_length <= 0) {
+      return make_error(ErrorCode::kCorrupt, "tokenizer.bin: max_token_length {} must be positive", max_token_length);
     }
     // Each token takes at least 8 bytes of the file, which bounds what a bad vocab_size can reserve.
-    const size_t expected = read_all ? bin.size() / 8 : std::min(static_cast<size_t>(vocab_size), bin.size() / 8);
+    const size_t expected = std::min(static_cast<size_t>(vocab_size > 0 ? vocab_size : kMaxVocab), bin.size() / 8);
     pieces_.reserve(expected);
     scores_.reserve(expected);
     byte_ids_.fill(-1);
-    for (int64_t id = 0; read_all ? pos < bin.size() : id < vocab_size; ++id) {
+    for (int64_t id = 0; pos < bin.size(); ++id) {
       if (id >= kMaxVocab) {
         return make_error(ErrorCode::kCorrupt, "tokenizer.bin: more than {} tokens", kMaxVocab);
       }
       float score = 0;
       int32_t len = 0;
       if (!read(&score, sizeof(score)) || !read(&len, sizeof(len))) {
-        return make_error(ErrorCode::kCorrupt, "tokenizer.bin: token {} header is past the end of the file ({} bytes{})",
-                          id, bin.size(), read_all ? std::string() : fmt::format("; vocab_size {}", vocab_size));
-      }
-      if (len < 0 || static_cast<size_t>(len) > bin.size() - pos) {
         return make_error(ErrorCode::kCorrupt,
-                          "tokenizer.bin: token {} has length {}, past the end of the file ({} bytes left)", id, len,
-                          bin.size() - pos);
+                          "tokenizer.bin: truncated: token {} needs an 8-byte score and length at byte {}, but the "
+                          "file has {} bytes",
+                          id, pos, bin.size());
+      }
+      if (!std::isfinite(score)) {
+        return make_error(ErrorCode::kCorrupt, "tokenizer.bin: token {} has a non-finite score", id);
+      }
+      if (len < 0 || len > max_token_length) {
+        return make_error(ErrorCode::kCorrupt, "tokenizer.bin: token {} has length {}, outside [0, max_token_length {}]",
+                          id, len, max_token_length);
+      }
+      if (static_cast<size_t>(len) > bin.size() - pos) {
+        return make_error(ErrorCode::kCorrupt,
+                          "tokenizer.bin: truncated: token {} needs {} bytes at byte {}, but the file has {} bytes",
+                          id, len, pos, bin.size());
       }
       std::string piece(reinterpret_cast<const char*>(bin.data() + pos), static_cast<size_t>(len));
       pos += static_cast<size_t>(len);
@@ -73,6 +83,10 @@ class Llama2cTokenizer final : public Tokenizer {
       pieces_.push_back(std::move(piece));
     }
     if (pieces_.empty()) return make_error(ErrorCode::kCorrupt, "tokenizer.bin: the file holds no tokens");
+    if (vocab_size > 0 && static_cast<int64_t>(pieces_.size()) != vocab_size) {
+      return make_error(ErrorCode::kInvalidArgument, "tokenizer.bin: holds {} tokens, but the model's vocab_size is {}",
+                        pieces_.size(), vocab_size);
+    }
     return ok_status();
   }
 
@@ -163,4 +177,4 @@ Result<std::unique_ptr<Tokenizer>> load_llama2c_tokenizer(std::span<const uint8_
   }
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer

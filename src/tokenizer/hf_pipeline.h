@@ -11,9 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kestrel/core/result.h"
-#include "llm/tokenizer/regex.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode_text.h"
 
-namespace kestrel::llm::detail::hf {
+namespace kestrel::tokenizer::detail::hf {
 
 using json = nlohmann::json;
 
@@ -46,7 +47,7 @@ struct Piece {
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
 struct NormalizerStep {
-  enum class Kind { kReplace, kPrepend, kStrip, kLowercase } kind = Kind::kReplace;
+  enum class Kind { kReplace, kPrepend, kStrip, kLowercase, kNormalForm } kind = Kind::kReplace;
   static NormalizerStep of(Kind k) {
     NormalizerStep s;
     s.kind = k;
@@ -56,6 +57,7 @@ struct NormalizerStep {
   std::string content;
   bool strip_left = false;
   bool strip_right = false;
+  NormalForm form = NormalForm::kNfc;  // kNormalForm
 };
 
 enum class PrependScheme { kAlways, kFirst, kNever };
@@ -97,4 +99,4 @@ Status pre_tokenize(const PreTokenizerStep& step, std::vector<Piece>& pieces);
 // The bytes of one token's string; at_start: the token begins the text.
 std::string apply_decoders(const std::vector<DecoderStep>& steps, std::string token, bool at_start);
 
-}  // namespace kestrel::llm::detail::hf
+}  // namespace kestrel::tokenizer::detail::hf

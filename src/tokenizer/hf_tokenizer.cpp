@@ -11,12 +11,12 @@
 #include <unordered_map>
 
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/llm/tokenizer.h"
-#include "llm/tokenizer/bpe_merge.h"
-#include "llm/tokenizer/hf_pipeline.h"
-#include "llm/tokenizer/utf8.h"
+#include "kestrel/tokenizer/tokenizer.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/hf_pipeline.h"
+#include "tokenizer/utf8.h"
 
-namespace kestrel::llm {
+namespace kestrel::tokenizer {
 namespace {
 
 using namespace detail::hf;  // NOLINT(google-build-using-namespace): the pipeline's own pieces
@@ -342,11 +342,41 @@ Status HfTokenizer::load_post_processor(const json& j, const std::string& path) 
     }
     return ok_status();
   }
-  if (type != "TemplateProcessing") return ok_status();  // ByteLevel and others add no bos
+  if (type == "ByteLevel") return ok_status();  // it only adjusts offsets; it adds no tokens
+  if (type != "TemplateProcessing") {
+    // Others (BertProcessing, RobertaProcessing, ...) add tokens this tokenizer would not add.
+    return make_error(ErrorCode::kUnsupported,
+                      "{}: {}.type '{}' is not supported (supported: TemplateProcessing with at most one leading "
+                      "special token, ByteLevel, Sequence)",
+                      kFile, path, type);
+  }
   KESTREL_ASSIGN_OR_RETURN(const json* single, require(j, path, "single"));
   if (!single->is_array()) return corrupt(path + ".single", "must be an array");
-  if (single->empty() || !(*single)[0].is_object() || !(*single)[0].contains("SpecialToken")) return ok_status();
-  const json& first = (*single)[0]["SpecialToken"];
+  // The template of one text: [special token]? $A. Anything else adds tokens encode() would not.
+  std::vector<const json*> leading;
+  bool sequence = false;
+  for (size_t i = 0; i < single->size(); ++i) {
+    const json& piece = (*single)[i];
+    const std::string piece_path = fmt::format("{}.single[{}]", path, i);
+    if (!piece.is_object()) return corrupt(piece_path, "must be an object");
+    if (auto special = piece.find("SpecialToken"); special != piece.end()) {
+      if (!special->is_object()) return corrupt(piece_path + ".SpecialToken", "must be an object");
+      KESTREL_ASSIGN_OR_RETURN(std::string name, get_string(*special, piece_path + ".SpecialToken", "id"));
+      if (sequence || !leading.empty())
+        return make_error(ErrorCode::kUnsupported,
+                          "{}: {} adds special token '{}' {}; only one leading special token (a bos) is supported",
+                          kFile, piece_path, name, sequence ? "after the text" : "after another special token");
+      leading.push_back(&*special);
+    } else if (piece.contains("Sequence")) {
+      if (sequence) return make_error(ErrorCode::kUnsupported, "{}: {} repeats the text sequence", kFile, piece_path);
+      sequence = true;
+    } else {
+      return corrupt(piece_path, "must hold \"SpecialToken\" or \"Sequence\"");
+    }
+  }
+  if (!sequence) return corrupt(path + ".single", "has no text sequence ($A)");
+  if (leading.empty()) return ok_status();
+  const json& first = *leading.front();
   KESTREL_ASSIGN_OR_RETURN(std::string name, get_string(first, path + ".single[0].SpecialToken", "id"));
   // The id is in special_tokens[name].ids, else the added token of that name.
   if (auto specials = j.find("special_tokens"); specials != j.end() && specials->is_object()) {
@@ -427,4 +457,4 @@ Result<std::unique_ptr<Tokenizer>> load_hf_tokenizer(std::span<const uint8_t> to
       std::string_view(reinterpret_cast<const char*>(tokenizer_json.data()), tokenizer_json.size()));
 }
 
-}  // namespace kestrel::llm
+}  // namespace kestrel::tokenizer
