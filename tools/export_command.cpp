@@ -1,6 +1,8 @@
 // kestrel export CHECKPOINT -o PROGRAM: HF directory or llama2.c .bin -> hf_static v1 program.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,8 @@
 #include "kestrel/program/writer.h"
 #include "tools/backend_catalog.h"
 #include "tools/commands.h"
+#include "tools/export_inputs.h"
+#include "tools/write_progress.h"
 
 namespace kestrel::tools {
 
@@ -29,6 +33,7 @@ struct ExportArgs {
   std::string tokenizer;
   bool list_options = false;
   bool quiet = false;
+  bool progress = false;
 };
 
 Result<exporter::OptionMap> gather_options(const exporter::OptionTable& table, const ExportArgs& args) {
@@ -73,6 +78,7 @@ Status run_export(const ExportArgs& args) {
   }
   if (args.checkpoint.empty() || args.output.empty())
     return make_error(ErrorCode::kInvalidArgument, "export needs CHECKPOINT and -o PROGRAM");
+  KESTREL_RETURN_IF_ERROR(refuse_overwriting_inputs(args.output, {args.checkpoint, args.tokenizer, args.options_file}));
 
   exporter::ExportOptions options;
   options.prefill_step = args.prefill_step;
@@ -101,7 +107,10 @@ Status run_export(const ExportArgs& args) {
   exporter::ExportReport report;
   KESTREL_ASSIGN_OR_RETURN(auto program, exporter::export_program(checkpoint, options, &report));
   progress(fmt::format("writing {}", args.output));
-  KESTREL_RETURN_IF_ERROR(program::write_program(program, args.output));
+  program::WriteOptions write_options;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  if (!args.quiet && (terminal || args.progress)) write_options.progress = WriteProgress(args.output, terminal);
+  KESTREL_RETURN_IF_ERROR(program::write_program(program, args.output, write_options));
 
   if (!args.quiet) {
     fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);
@@ -140,6 +149,8 @@ void add_export_command(CLI::App& app) {
   command->add_option("--logits", args.logits, "Logits of the prefill method: last or all")->capture_default_str();
   command->add_option("--tokenizer", args.tokenizer, "llama2.c tokenizer.bin (for .bin checkpoints)");
   command->add_flag("-q,--quiet", args.quiet, "No progress or summary");
+  command->add_flag("--progress", args.progress,
+                    "Report the write's progress even when stderr is not a terminal (a line per tenth)");
   command->callback([] {
     auto status = run_export(args);
     if (!status.ok()) {

@@ -38,6 +38,7 @@ struct RunArgs {
   bool json = false;
   bool no_bos = false;
   bool ignore_eos = false;
+  bool no_verify = false;
   std::string allocator = "heap";
   std::string kernels = "optimized";
   int threads = 0;
@@ -118,6 +119,7 @@ Status run_generate(const RunArgs& args) {
   KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry(args));
   options.backends = runtime_backends();
   options.allocator = args.allocator;
+  options.load.verify_checksums = !args.no_verify;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
 
   llm::GenerationConfig config;
@@ -191,6 +193,8 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--json", args.json, "Print one JSON object with text, token ids, stop reason and stats");
   command->add_flag("--no-bos", args.no_bos, "Do not prepend the beginning-of-sequence token");
   command->add_flag("--ignore-eos", args.ignore_eos, "Keep generating past end-of-sequence tokens");
+  command->add_flag("--no-verify", args.no_verify,
+                    "Skip the program's checksums at load (the structure is still verified)");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();
   command->add_option("--kernels", args.kernels,

@@ -271,13 +271,26 @@ struct Decoded {
   std::vector<format::SegmentRange> segments;
 };
 
-Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& header) {
+std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
+
+Status verify_description_checksum(const uint8_t* data, const format::Header& header) {
+  const uint64_t actual = format::checksum({data + header.flatbuffer_offset, static_cast<size_t>(header.flatbuffer_size)});
+  if (actual != header.flatbuffer_checksum)
+    return corrupt(fmt::format("description (flatbuffer [{}, {}+{})): {} checksum mismatch: the header records {}, "
+                               "the bytes hash to {}; the file is damaged",
+                               header.flatbuffer_offset, header.flatbuffer_offset, header.flatbuffer_size,
+                               format::kChecksumName, hex(header.flatbuffer_checksum), hex(actual)));
+  return ok_status();
+}
+
+Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& header, bool verify_checksum) {
   const uint8_t* fb_data = data + header.flatbuffer_offset;
   // A root offset, the identifier, a table offset and a vtable, at the least.
   constexpr uint64_t kMinSize = 2 * sizeof(flatbuffers::uoffset_t) + sizeof(flatbuffers::soffset_t) + 4;
   constexpr uint64_t kMaxSize = FLATBUFFERS_MAX_BUFFER_SIZE;
   if (header.flatbuffer_size < kMinSize || header.flatbuffer_size >= kMaxSize)
     return corrupt(fmt::format("flatbuffer: size {} is outside [{}, {})", header.flatbuffer_size, kMinSize, kMaxSize));
+  if (verify_checksum) KESTREL_RETURN_IF_ERROR(verify_description_checksum(data, header));
   if (reinterpret_cast<uintptr_t>(fb_data) % format::kFlatbufferAlignment != 0)
     return Error(ErrorCode::kInternal, "flatbuffer: the buffer is not 8-byte aligned in memory");
   if (!flatbuffers::BufferHasIdentifier(fb_data, format::kFlatbufferIdentifier))
@@ -331,18 +344,6 @@ Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& hea
   return decoded;
 }
 
-std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
-
-Status verify_description_checksum(const uint8_t* data, const format::Header& header) {
-  const uint64_t actual = format::checksum({data + header.flatbuffer_offset, static_cast<size_t>(header.flatbuffer_size)});
-  if (actual != header.flatbuffer_checksum)
-    return corrupt(fmt::format("description (flatbuffer [{}, {}+{})): {} checksum mismatch: the header records {}, "
-                               "the bytes hash to {}; the file is damaged",
-                               header.flatbuffer_offset, header.flatbuffer_offset, header.flatbuffer_size,
-                               format::kChecksumName, hex(header.flatbuffer_checksum), hex(actual)));
-  return ok_status();
-}
-
 Status verify_segment_checksums(const uint8_t* data, const format::Header& header, const Decoded& decoded) {
   for (size_t i = 0; i < decoded.segments.size(); ++i) {
     const format::SegmentRange& range = decoded.segments[i];
@@ -382,8 +383,7 @@ class ProgramLoader {
   static Status verify(LoadedProgram& program, const LoadOptions& options) {
     const std::span<const uint8_t> bytes(program.base_, program.size_);
     KESTREL_ASSIGN_OR_RETURN(auto header, format::decode_header(bytes));
-    if (options.verify_checksums) KESTREL_RETURN_IF_ERROR(verify_description_checksum(program.base_, header));
-    KESTREL_ASSIGN_OR_RETURN(auto decoded, decode_flatbuffer(program.base_, header));
+    KESTREL_ASSIGN_OR_RETURN(auto decoded, decode_flatbuffer(program.base_, header, options.verify_checksums));
     std::vector<uint64_t> sizes;
     for (const auto& range : decoded.segments) sizes.push_back(range.size);
     KESTREL_RETURN_IF_ERROR(validate_program(decoded.spec, sizes, ErrorCode::kCorrupt));

@@ -269,8 +269,8 @@ TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
         EXPECT_TRUE(pv->embedded) << gv.name;
         EXPECT_EQ(pv->kind, gv.input_kind == InputKind::kParameter ? QnnValueKind::kParameter : QnnValueKind::kConstant);
         auto bytes = payload->data_of(*pv);
-        ASSERT_EQ(bytes.size(), gv.data->bytes.size());
-        EXPECT_EQ(std::memcmp(bytes.data(), gv.data->bytes.data(), bytes.size()), 0) << gv.name;
+        ASSERT_EQ(bytes.size(), gv.data->held_bytes().size());
+        EXPECT_EQ(std::memcmp(bytes.data(), gv.data->held_bytes().data(), bytes.size()), 0) << gv.name;
         EXPECT_EQ(static_cast<size_t>(bytes.data() - delegate.payload.data()) % kQnnPayloadAlignment, 0u);
       } else {
         EXPECT_FALSE(pv->embedded);
