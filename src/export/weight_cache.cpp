@@ -14,10 +14,6 @@ namespace kestrel::exporter {
 
 namespace {
 
-// Source bytes converted per step: small against any real tensor, large enough that the
-// per-chunk overhead (an allocation, a write, an madvise) does not show.
-constexpr size_t kChunkBytes = size_t{4} << 20;
-
 // Returns the pages behind `bytes` to the kernel once a chunk is written. Checkpoint tensors are
 // views into read-only file mappings; MADV_PAGEOUT reclaims their pages (a later read faults them
 // in from the file again) and never changes what memory holds, whatever kind it is.
@@ -39,6 +35,7 @@ struct TensorRecipe {
   std::shared_ptr<const void> keepalive;  // the checkpoint's mappings
   DType target = DType::kF32;
   bool plus_one = false;
+  size_t chunk_bytes = 0;
 };
 
 // Converts one chunk of whole rows and passes it on.
@@ -71,7 +68,7 @@ Status produce(const TensorRecipe& recipe, const program::ByteSink& sink) {
   const int64_t rows = source.shape.empty() ? 1 : source.shape[0];
   if (rows == 0) return ok_status();
   const size_t row_bytes = source.bytes.size() / static_cast<size_t>(rows);
-  const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / std::max<size_t>(row_bytes, 1)));
+  const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(recipe.chunk_bytes / std::max<size_t>(row_bytes, 1)));
   for (int64_t begin = 0; begin < rows; begin += rows_per_chunk) {
     const int64_t count = std::min(rows_per_chunk, rows - begin);
     CheckpointTensor chunk = source;
@@ -109,7 +106,7 @@ Result<std::shared_ptr<const ConstantData>> WeightCache::recipe(const Checkpoint
   for (int64_t d : tensor.shape) numel *= d;
   auto bytes = dtype_storage_bytes(dtype, numel, tensor.shape.empty() ? 1 : tensor.shape.back());
   if (!bytes.ok()) return bytes.error().with_context(fmt::format("converting '{}'", name));
-  auto recipe = std::make_shared<const TensorRecipe>(TensorRecipe{tensor, checkpoint_.keepalive(), dtype, plus_one});
+  auto recipe = std::make_shared<const TensorRecipe>(TensorRecipe{tensor, checkpoint_.keepalive(), dtype, plus_one, chunk_bytes_});
   return ConstantData::produced(static_cast<uint64_t>(*bytes),
                                 [recipe](const program::ByteSink& sink) { return produce(*recipe, sink); });
 }

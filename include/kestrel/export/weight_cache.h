@@ -7,6 +7,7 @@
 // read. An export's resident memory is then a few chunks, whatever the checkpoint's size.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,8 +22,12 @@ namespace kestrel::exporter {
 
 class WeightCache {
  public:
-  WeightCache(const Checkpoint& checkpoint, DType matrix_dtype)
-      : checkpoint_(checkpoint), matrix_dtype_(matrix_dtype) {}
+  // Source bytes converted per step (whole rows, at least one): small against a real tensor, large
+  // enough that the per-step overhead (an allocation, a write, an madvise) does not show.
+  static constexpr size_t kDefaultChunkBytes = size_t{4} << 20;
+
+  WeightCache(const Checkpoint& checkpoint, DType matrix_dtype, size_t chunk_bytes = kDefaultChunkBytes)
+      : checkpoint_(checkpoint), matrix_dtype_(matrix_dtype), chunk_bytes_(chunk_bytes) {}
   // The tensor in `dtype` (f32, f16, bf16, or q8 for a matrix whose columns are a multiple of
   // the q8 block). Errors (a missing tensor, a conversion that cannot be done) are reported here,
   // before anything is written.
@@ -42,6 +47,7 @@ class WeightCache {
 
   const Checkpoint& checkpoint_;
   DType matrix_dtype_;
+  size_t chunk_bytes_;
   std::map<Key, std::shared_ptr<const ConstantData>> cache_;
 };
 
