@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "kestrel/core/error_helpers.h"
@@ -14,19 +17,34 @@ namespace kestrel::exporter {
 
 namespace {
 
-// Returns the pages behind `bytes` to the kernel once a chunk is written. Checkpoint tensors are
-// views into read-only file mappings; MADV_PAGEOUT reclaims their pages (a later read faults them
-// in from the file again) and never changes what memory holds, whatever kind it is.
+// True when `bytes` lie inside one read-only private file mapping of this process (a line
+// "start-end perms offset dev inode path" of /proc/self/maps with perms "r-?p" and an inode).
+bool in_read_only_file_mapping(std::span<const uint8_t> bytes) {
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t end = begin + bytes.size();
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long low = 0, high = 0, offset = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%lx-%lx %4s %lx %x:%x %lu", &low, &high, perms, &offset, &major, &minor, &inode) != 7)
+      continue;
+    if (begin >= low && end <= high) return inode != 0 && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p';
+  }
+  return false;
+}
+
+// Unmaps the pages behind a chunk once it is written, so reading a checkpoint does not leave it
+// resident. Only for a read-only file mapping: there MADV_DONTNEED only drops page table entries
+// (a later read faults the same bytes in from the page cache or the file); on other memory it
+// would discard data.
 void release_pages(std::span<const uint8_t> bytes) {
-#ifdef MADV_PAGEOUT
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   if (bytes.empty()) return;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(bytes.data()) / page * page;
   const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size() + page - 1) / page * page;
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);  // advice: failure changes nothing
-#else
-  (void)bytes;
-#endif
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure changes nothing
 }
 
 // What one constant is made of: a view of checkpoint bytes and what to do with them.
@@ -36,20 +54,29 @@ struct TensorRecipe {
   DType target = DType::kF32;
   bool plus_one = false;
   size_t chunk_bytes = 0;
+  bool release_source = false;  // the source is a read-only file mapping: drop its pages once read
+};
+
+// Buffers kept across the chunks of one tensor: allocating them per chunk would fault fresh pages
+// in for every chunk.
+struct Scratch {
+  std::vector<float> values;
+  std::vector<uint8_t> bytes;
 };
 
 // Converts one chunk of whole rows and passes it on.
-Status convert_chunk(const TensorRecipe& recipe, const CheckpointTensor& chunk, const program::ByteSink& sink) {
+Status convert_chunk(const TensorRecipe& recipe, const CheckpointTensor& chunk, Scratch& scratch,
+                     const program::ByteSink& sink) {
   if (recipe.target == chunk.dtype && !recipe.plus_one) return sink(chunk.bytes);
   if (recipe.target == DType::kQ8) {
     // Widened to f32, then quantized row by row ([rows, cols] = shape).
     KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> widened, convert_tensor(chunk, DType::kF32));
-    std::vector<float> values(widened.size() / sizeof(float));
-    std::memcpy(values.data(), widened.data(), widened.size());
+    scratch.values.resize(widened.size() / sizeof(float));
+    std::memcpy(scratch.values.data(), widened.data(), widened.size());
     const int64_t rows = chunk.shape[0], cols = chunk.shape[1];
-    std::vector<uint8_t> quantized(static_cast<size_t>(rows) * kernels::q8_row_bytes(cols));
-    KESTREL_RETURN_IF_ERROR(kernels::quantize_q8(values.data(), rows, cols, quantized.data()));
-    return sink(quantized);
+    scratch.bytes.resize(static_cast<size_t>(rows) * kernels::q8_row_bytes(cols));
+    KESTREL_RETURN_IF_ERROR(kernels::quantize_q8(scratch.values.data(), rows, cols, scratch.bytes.data()));
+    return sink(scratch.bytes);
   }
   KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> converted, convert_tensor(chunk, recipe.target));
   if (recipe.plus_one) {
@@ -69,13 +96,14 @@ Status produce(const TensorRecipe& recipe, const program::ByteSink& sink) {
   if (rows == 0) return ok_status();
   const size_t row_bytes = source.bytes.size() / static_cast<size_t>(rows);
   const int64_t rows_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(recipe.chunk_bytes / std::max<size_t>(row_bytes, 1)));
+  Scratch scratch;
   for (int64_t begin = 0; begin < rows; begin += rows_per_chunk) {
     const int64_t count = std::min(rows_per_chunk, rows - begin);
     CheckpointTensor chunk = source;
     chunk.bytes = source.bytes.subspan(static_cast<size_t>(begin) * row_bytes, static_cast<size_t>(count) * row_bytes);
     if (!chunk.shape.empty()) chunk.shape[0] = count;
-    const Status status = convert_chunk(recipe, chunk, sink);
-    release_pages(chunk.bytes);
+    const Status status = convert_chunk(recipe, chunk, scratch, sink);
+    if (recipe.release_source) release_pages(chunk.bytes);
     if (!status.ok()) return status.error().with_context(fmt::format("converting '{}'", source.name));
   }
   return ok_status();
@@ -106,7 +134,8 @@ Result<std::shared_ptr<const ConstantData>> WeightCache::recipe(const Checkpoint
   for (int64_t d : tensor.shape) numel *= d;
   auto bytes = dtype_storage_bytes(dtype, numel, tensor.shape.empty() ? 1 : tensor.shape.back());
   if (!bytes.ok()) return bytes.error().with_context(fmt::format("converting '{}'", name));
-  auto recipe = std::make_shared<const TensorRecipe>(TensorRecipe{tensor, checkpoint_.keepalive(), dtype, plus_one, chunk_bytes_});
+  auto recipe = std::make_shared<const TensorRecipe>(TensorRecipe{tensor, checkpoint_.keepalive(), dtype, plus_one,
+                                                                   chunk_bytes_, in_read_only_file_mapping(tensor.bytes)});
   return ConstantData::produced(static_cast<uint64_t>(*bytes),
                                 [recipe](const program::ByteSink& sink) { return produce(*recipe, sink); });
 }

@@ -24,7 +24,7 @@ class WeightCache {
  public:
   // Source bytes converted per step (whole rows, at least one): small against a real tensor, large
   // enough that the per-step overhead (an allocation, a write, an madvise) does not show.
-  static constexpr size_t kDefaultChunkBytes = size_t{4} << 20;
+  static constexpr size_t kDefaultChunkBytes = size_t{1} << 20;
 
   WeightCache(const Checkpoint& checkpoint, DType matrix_dtype, size_t chunk_bytes = kDefaultChunkBytes)
       : checkpoint_(checkpoint), matrix_dtype_(matrix_dtype), chunk_bytes_(chunk_bytes) {}
