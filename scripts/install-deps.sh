@@ -8,6 +8,7 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev
   nlohmann-json3-dev libpcre2-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-jinja2
   libxxhash-dev time
 )
 

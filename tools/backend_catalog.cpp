@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "kestrel/backends/qnn/qnn_backend.h"
 #include "kestrel/backends/qnn/qnn_partitioner.h"
 #include "kestrel/backends/qnn/rpcmem_allocator.h"
@@ -9,6 +11,32 @@
 #include "kestrel/export/options.h"
 
 namespace kestrel::tools {
+
+namespace {
+
+std::vector<std::string> runtime_backend_names() { return {"qnn"}; }
+
+// "qnn.library=stand-in" -> {"qnn": ["library=stand-in"]}.
+Result<std::map<std::string, std::vector<std::string>>> split_backend_options(const std::vector<std::string>& options) {
+  std::map<std::string, std::vector<std::string>> by_backend;
+  const auto names = runtime_backend_names();
+  for (const std::string& option : options) {
+    const size_t dot = option.find('.');
+    const size_t equals = option.find('=');
+    if (dot == std::string::npos || equals == std::string::npos || dot > equals || dot == 0)
+      return make_error(ErrorCode::kInvalidArgument, "--backend-option '{}' is not NAME.KEY=VALUE", option);
+    const std::string backend = option.substr(0, dot);
+    if (std::find(names.begin(), names.end(), backend) == names.end()) {
+      const std::string closest = exporter::closest_match(backend, names);
+      return make_error(ErrorCode::kNotFound, "--backend-option '{}': unknown backend '{}' (backends: {}){}", option,
+                        backend, fmt::join(names, ", "), closest.empty() ? "" : fmt::format("; did you mean '{}'?", closest));
+    }
+    by_backend[backend].push_back(option.substr(dot + 1));
+  }
+  return by_backend;
+}
+
+}  // namespace
 
 std::vector<std::string> exporter_backend_names() { return {"qnn"}; }
 
@@ -20,11 +48,15 @@ Result<std::shared_ptr<const exporter::BackendExporter>> find_exporter_backend(c
                     closest.empty() ? "" : fmt::format("; did you mean '{}'?", closest));
 }
 
-std::shared_ptr<const runtime::BackendRegistry> runtime_backends() {
+Result<std::shared_ptr<const runtime::BackendRegistry>> runtime_backends(const std::vector<std::string>& backend_options) {
+  KESTREL_ASSIGN_OR_RETURN(auto by_backend, split_backend_options(backend_options));
+  auto qnn_options = qnn::qnn_runtime_option_table().parse_cli(by_backend["qnn"]);
+  if (!qnn_options.ok()) return qnn_options.error().with_context("--backend-option");
+  KESTREL_ASSIGN_OR_RETURN(qnn::QnnBackendOptions qnn_backend, qnn::qnn_backend_options(*qnn_options));
   auto registry = std::make_shared<runtime::BackendRegistry>();
-  qnn::register_qnn_backend(*registry);
+  qnn::register_qnn_backend(*registry, std::move(qnn_backend));
   qnn::register_qnn_allocators();
-  return registry;
+  return std::shared_ptr<const runtime::BackendRegistry>(std::move(registry));
 }
 
 }  // namespace kestrel::tools

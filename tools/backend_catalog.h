@@ -13,7 +13,10 @@ namespace kestrel::tools {
 
 std::vector<std::string> exporter_backend_names();
 Result<std::shared_ptr<const exporter::BackendExporter>> find_exporter_backend(const std::string& name);
-// Every runtime backend and buffer allocator this build has, registered.
-std::shared_ptr<const runtime::BackendRegistry> runtime_backends();
+// Every runtime backend and buffer allocator this build has, registered. `backend_options` are
+// "NAME.KEY=VALUE" assignments (kestrel run --backend-option), validated by backend NAME's
+// runtime option table: an unknown backend or key is an error naming the closest valid one.
+Result<std::shared_ptr<const runtime::BackendRegistry>> runtime_backends(
+    const std::vector<std::string>& backend_options = {});
 
 }  // namespace kestrel::tools

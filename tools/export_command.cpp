@@ -32,6 +32,7 @@ struct ExportArgs {
   std::string logits = "last";
   std::string tokenizer;
   bool list_options = false;
+  bool show_nodes = false;
   bool quiet = false;
   bool progress = false;
 };
@@ -75,6 +76,9 @@ Status run_export(const ExportArgs& args) {
                       fmt::join(exporter_backend_names(), ", "));
   } else if (!args.options.empty() || !args.options_file.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "--option and --options-file need --backend NAME");
+  } else if (args.show_nodes) {
+    return make_error(ErrorCode::kInvalidArgument, "--show-nodes needs --backend NAME (available: {})",
+                      fmt::join(exporter_backend_names(), ", "));
   }
   if (args.checkpoint.empty() || args.output.empty())
     return make_error(ErrorCode::kInvalidArgument, "export needs CHECKPOINT and -o PROGRAM");
@@ -119,6 +123,10 @@ Status run_export(const ExportArgs& args) {
     for (const auto& method : report.methods) {
       fmt::print(stderr, "  method {:8} T={:<4} {} instructions, arena {:.1f} KiB\n", method.name, method.step,
                  method.instructions, static_cast<double>(method.arena_bytes) / 1024);
+      std::vector<std::string> transforms;
+      for (const auto& step : method.pipeline.executed)
+        if (step.rfind("transform:", 0) == 0) transforms.push_back(step.substr(10));
+      if (!transforms.empty()) fmt::print(stderr, "    edge transforms: {}\n", fmt::join(transforms, ", "));
       for (const auto& partition : method.pipeline.partitions) {
         fmt::print(stderr, "    delegated {} nodes in {} partitions; {} nodes stay portable", partition.delegated_nodes,
                    partition.partitions, partition.portable_nodes);
@@ -126,6 +134,16 @@ Status run_export(const ExportArgs& args) {
         for (const auto& [op, count] : partition.portable_ops) ops.push_back(fmt::format("{} x{}", op, count));
         fmt::print(stderr, "{}\n", ops.empty() ? "" : fmt::format(" ({})", fmt::join(ops, ", ")));
       }
+    }
+  }
+  if (args.show_nodes) {
+    for (const auto& method : report.methods) {
+      const auto placements = exporter::node_placements(method.pipeline);
+      fmt::print("nodes of method '{}' ({}; ids for skip_node_id_set):\n", method.name, placements.size());
+      fmt::print("  {:>5}  {:<12} {:<28} {}\n", "id", "op", "output", "runs on");
+      for (const auto& node : placements)
+        fmt::print("  {:>5}  {:<12} {:<28} {}\n", node.id, node.op, node.output,
+                   node.backend.empty() ? "portable: " + node.reason : fmt::format("{}:{}", node.backend, node.partition));
     }
   }
   return ok_status();
@@ -143,6 +161,9 @@ void add_export_command(CLI::App& app) {
       ->allow_extra_args(false);
   command->add_option("--options-file", args.options_file, "JSON object of backend options");
   command->add_flag("--list-options", args.list_options, "Print the backend's options and exit");
+  command->add_flag("--show-nodes", args.show_nodes,
+                    "Print every node of each method with its id, op and where it runs (the backend partition, or "
+                    "portable and why); needs --backend");
   command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")->capture_default_str();
   command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)");
   command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16, bf16 or q8")->capture_default_str();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,8 +13,10 @@
 #include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/kernels/portable.h"
+#include "kestrel/llm/chat_session.h"
 #include "kestrel/llm/runner.h"
 #include "tools/backend_catalog.h"
+#include "tools/chat_input.h"
 #include "tools/commands.h"
 
 namespace kestrel::tools {
@@ -34,12 +37,15 @@ struct RunArgs {
   int64_t seed = -1;
   std::vector<std::string> stop;
   bool chat = false;
+  std::string system;
+  std::string messages;
   bool stats = false;
   bool json = false;
   bool no_bos = false;
   bool ignore_eos = false;
   bool no_verify = false;
   std::string allocator = "heap";
+  std::vector<std::string> backend_options;
   std::string kernels = "optimized";
   int threads = 0;
 };
@@ -73,7 +79,14 @@ Result<std::string> read_prompt(const RunArgs& args) {
   return args.prompt;
 }
 
-Status run_chat(llm::Runner& runner, llm::GenerationConfig config, const RunArgs& args) {
+bool print_piece(const std::string& piece) {
+  fmt::print("{}", piece);
+  std::fflush(stdout);
+  return true;
+}
+
+// Reads one turn per line from stdin until an empty line or EOF; "/reset" starts over.
+void read_turns(const std::function<void(const std::string&)>& on_turn, const std::function<void()>& on_reset) {
   fmt::print(stderr, "chat mode: type a message and press enter; /reset starts over, an empty line or EOF quits\n");
   std::string line;
   while (true) {
@@ -81,23 +94,82 @@ Status run_chat(llm::Runner& runner, llm::GenerationConfig config, const RunArgs
     std::fflush(stdout);
     if (!std::getline(std::cin, line) || line.empty()) break;
     if (line == "/reset") {
-      runner.reset();
+      on_reset();
       fmt::print(stderr, "(conversation cleared)\n");
       continue;
     }
-    auto result = runner.generate(line + "\n", config, [](const std::string& piece) {
-      fmt::print("{}", piece);
-      std::fflush(stdout);
-      return true;
-    });
-    if (!result.ok()) {
-      fmt::print(stderr, "\nkestrel run: {}\n", result.error().to_string());
-      continue;  // the session is left as it was; the user can /reset or go on
-    }
-    fmt::print("\n");
-    if (args.stats) print_stats(result->stats);
-    config.add_bos = false;
+    on_turn(line);
   }
+}
+
+// One turn per line through the program's chat template, reusing the cache between turns.
+void run_chat_session(llm::ChatSession& session, const llm::GenerationConfig& config, const RunArgs& args) {
+  read_turns(
+      [&](const std::string& line) {
+        auto reply = session.send(line, config, print_piece);
+        if (!reply.ok()) {
+          fmt::print(stderr, "\nkestrel run: {}\n", reply.error().to_string());
+          return;  // the conversation is left as it was
+        }
+        fmt::print("\n");
+        if (args.stats) {
+          print_stats(reply->generation.stats);
+          fmt::print(stderr, "prompt {} tokens, {} reused from earlier turns\n", reply->prompt_tokens,
+                     reply->reused_tokens);
+        }
+      },
+      [&] { session.reset(); });
+}
+
+// --messages: answers one conversation given as JSON.
+Status run_messages(llm::Runner& runner, const llm::GenerationConfig& config, const RunArgs& args) {
+  KESTREL_ASSIGN_OR_RETURN(ChatInput input, read_chat_input(args.messages));
+  llm::ChatOptions options;
+  options.render.extra = input.extra;
+  KESTREL_ASSIGN_OR_RETURN(auto session, llm::ChatSession::create(runner, options));
+  const bool stream = !args.json;
+  auto reply = session.respond(input.messages, config, [stream](const std::string& piece) {
+    return stream ? print_piece(piece) : true;
+  });
+  if (!reply.ok()) return reply.error();
+  if (args.json) {
+    nlohmann::json out = {{"text", reply->text},
+                          {"prompt", reply->prompt},
+                          {"prompt_token_ids", reply->generation.prompt_token_ids},
+                          {"token_ids", reply->generation.token_ids},
+                          {"stop_reason", reply->generation.stop_reason},
+                          {"seed", config.sampler.seed},
+                          {"stats", stats_json(reply->generation.stats)}};
+    fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else {
+    fmt::print("\n");
+    if (args.stats) print_stats(reply->generation.stats);
+  }
+  return ok_status();
+}
+
+Status run_chat(llm::Runner& runner, llm::GenerationConfig config, const RunArgs& args) {
+  llm::ChatOptions options;
+  options.system_prompt = args.system;
+  auto session = llm::ChatSession::create(runner, options);
+  if (session.ok()) {
+    run_chat_session(*session, config, args);
+    return ok_status();
+  }
+  if (session.error().code() != ErrorCode::kNotFound) return session.error();
+  fmt::print(stderr, "this program has no chat template: each line is sent as raw continuation text{}\n",
+             args.system.empty() ? "" : " (--system is ignored)");
+  read_turns(
+      [&](const std::string& line) {
+        auto result = runner.generate(line + "\n", config, print_piece);
+        if (!result.ok()) {
+          fmt::print(stderr, "\nkestrel run: {}\n", result.error().to_string());
+          return;  // the session is left as it was; the user can /reset or go on
+        }
+        fmt::print("\n");
+        if (args.stats) print_stats(result->stats);
+      },
+      [&] { runner.reset(); });
   return ok_status();
 }
 
@@ -115,9 +187,13 @@ Result<std::shared_ptr<const runtime::KernelRegistry>> kernel_registry(const Run
 
 Status run_generate(const RunArgs& args) {
   if (args.chat && args.json) return make_error(ErrorCode::kInvalidArgument, "--chat and --json cannot be combined");
+  if (args.chat && !args.messages.empty())
+    return make_error(ErrorCode::kInvalidArgument, "--chat and --messages cannot be combined");
+  if (!args.system.empty() && !args.chat)
+    return make_error(ErrorCode::kInvalidArgument, "--system needs --chat (put a system message in the --messages file)");
   llm::RunnerOptions options;
   KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry(args));
-  options.backends = runtime_backends();
+  KESTREL_ASSIGN_OR_RETURN(options.backends, runtime_backends(args.backend_options));
   options.allocator = args.allocator;
   options.load.verify_checksums = !args.no_verify;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
@@ -136,8 +212,9 @@ Status run_generate(const RunArgs& args) {
   config.sampler.seed = args.seed >= 0 ? static_cast<uint64_t>(args.seed) : std::random_device{}();
 
   if (args.chat) return run_chat(*runner, config, args);
+  if (!args.messages.empty()) return run_messages(*runner, config, args);
   KESTREL_ASSIGN_OR_RETURN(std::string prompt, read_prompt(args));
-  if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "no prompt: pass --prompt, --prompt-file or --chat");
+  if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "no prompt: pass --prompt, --prompt-file, --messages or --chat");
 
   const bool stream = !args.json;
   if (stream) {
@@ -188,7 +265,12 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("-s,--seed", args.seed, "Sampling seed (default: random; printed with --json)");
   command->add_option("--stop", args.stop, "Stop when this text is generated (repeatable)")->allow_extra_args(false);
-  command->add_flag("--chat", args.chat, "Interactive multi-turn session on stdin");
+  command->add_flag("--chat", args.chat,
+                    "Interactive multi-turn session on stdin, through the program's chat template when it has one");
+  command->add_option("--system", args.system, "With --chat: a system message that opens the conversation");
+  command->add_option("--messages", args.messages,
+                      "Answer one conversation: a JSON file with a list of messages, or {\"messages\": [...], "
+                      "\"tools\": [...], ...}");
   command->add_flag("--stats", args.stats, "Print load time, time to first token, tok/s and peak RSS");
   command->add_flag("--json", args.json, "Print one JSON object with text, token ids, stop reason and stats");
   command->add_flag("--no-bos", args.no_bos, "Do not prepend the beginning-of-sequence token");
@@ -197,6 +279,10 @@ void add_run_command(CLI::App& app) {
                     "Skip the program's checksums at load (the structure is still verified)");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();
+  command->add_option("--backend-option", args.backend_options,
+                      "Runtime option of a backend, NAME.KEY=VALUE (repeatable), e.g. qnn.library=stand-in (the CPU "
+                      "stand-in) or qnn.library=/path/to/libQnnHtp.so")
+      ->allow_extra_args(false);
   command->add_option("--kernels", args.kernels,
                       "CPU kernels: optimized (SIMD, multi-threaded; KESTREL_CPU_ISA=scalar forces the scalar "
                       "fallback) or portable (the scalar reference)")

@@ -1,6 +1,7 @@
 #include "kestrel/export/exporter.h"
 
 #include <algorithm>
+#include <map>
 
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/constant_table.h"
@@ -32,6 +33,36 @@ std::string tokenizer_format_name(TokenizerFormat format) {
 }
 
 }  // namespace
+
+std::vector<NodePlacement> node_placements(const PipelineReport& pipeline) {
+  std::vector<NodePlacement> placements;
+  std::map<NodeId, size_t> index;
+  for (const PartitionReport& partition : pipeline.partitions) {
+    for (const NodeDecision& node : partition.nodes) {
+      if (node.op == "delegate") continue;  // an earlier partitioner's delegate
+      auto [it, added] = index.emplace(node.id, placements.size());
+      if (added) {
+        NodePlacement fresh;
+        fresh.id = node.id;
+        fresh.op = node.op;
+        fresh.output = node.output;
+        placements.push_back(std::move(fresh));
+      }
+      NodePlacement& placement = placements[it->second];
+      if (!placement.backend.empty()) continue;
+      if (node.partition >= 0) {
+        placement.backend = partition.backend;
+        placement.partition = node.partition;
+        placement.reason.clear();
+      } else {
+        placement.reason = node.reason;
+      }
+    }
+  }
+  return placements;
+}
+
+std::string node_placements_key(const std::string& method) { return "nodes." + method; }
 
 Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const ExportOptions& options,
                                             ExportReport* report) {
@@ -86,6 +117,14 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   }
   for (PlannedMethod& planned : methods) {
     KESTREL_ASSIGN_OR_RETURN(auto method, emitter.emit_method(planned.name, planned.graph, planned.plan, program));
+    if (!options.partitioners.empty()) {
+      std::vector<std::string> lines;
+      for (const NodePlacement& node : node_placements(planned.pipeline))
+        lines.push_back(fmt::format("{}\t{}\t{}\t{}", node.id, node.op, node.output,
+                                    node.backend.empty() ? "portable: " + node.reason
+                                                         : fmt::format("{}:{}", node.backend, node.partition)));
+      program.metadata[node_placements_key(planned.name)] = std::move(lines);
+    }
     if (report != nullptr)
       report->methods.push_back(MethodReport{planned.name, planned.step, method.arena_bytes,
                                              method.instructions.size(), planned.pipeline});
@@ -116,6 +155,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
     meta[keys::kTokenizerSegment] = static_cast<int64_t>(program.segments.size());
     program.segments.push_back(checkpoint.tokenizer_bytes());
   }
+  add_chat_metadata(checkpoint.chat(), meta);
   return program;
 }
 

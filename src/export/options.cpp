@@ -52,7 +52,12 @@ std::string join(const std::vector<std::string>& items, const char* separator = 
 }
 
 const char* destination_name(OptionDestination destination) {
-  return destination == OptionDestination::kPartitioner ? "partitioner" : "compile_spec";
+  switch (destination) {
+    case OptionDestination::kPartitioner: return "partitioner";
+    case OptionDestination::kCompileSpec: return "compile_spec";
+    case OptionDestination::kRuntime: return "runtime";
+  }
+  return "compile_spec";
 }
 
 // The variant alternative each declared type must hold.

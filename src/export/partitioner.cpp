@@ -127,13 +127,18 @@ Result<Partitioner> Partitioner::from_options(std::shared_ptr<const BackendExpor
   return Partitioner(std::move(backend), std::move(partitioner_options), std::move(specs).value());
 }
 
+std::string PartitionerOptions::skip_reason(const Graph& graph, const Node& node) const {
+  if (skip_node_op_set.count(node.op)) return "skip_node_op_set";
+  if (skip_node_id_set.count(node.id)) return "skip_node_id_set";
+  if (skip_mutable_buffer && writes_mutable_buffer(graph, node)) return "skip_mutable_buffer";
+  return {};
+}
+
 std::set<NodeId> Partitioner::supported_nodes(const Graph& graph) const {
   std::set<NodeId> supported;
   for (const Node& node : graph.nodes()) {
     if (node.op == "delegate") continue;  // already lowered by an earlier partitioner
-    if (options_.skip_node_op_set.count(node.op)) continue;
-    if (options_.skip_node_id_set.count(node.id)) continue;
-    if (options_.skip_mutable_buffer && writes_mutable_buffer(graph, node)) continue;
+    if (!options_.skip_reason(graph, node).empty()) continue;
     if (backend_->supports(graph, node)) supported.insert(node.id);
   }
   return supported;
@@ -216,6 +221,22 @@ Result<PartitionReport> Partitioner::partition(Graph& graph) const {
   std::map<NodeId, int32_t> partition_of;
   for (size_t p = 0; p < partitions.size(); ++p)
     for (NodeId id : partitions[p]) partition_of[id] = static_cast<int32_t>(p);
+  std::vector<NodeDecision> decisions;
+  for (const Node& node : nodes) {
+    NodeDecision decision;
+    decision.id = node.id;
+    decision.op = node.op;
+    if (!node.outputs.empty()) decision.output = graph.value(node.outputs[0]).name;
+    if (auto it = partition_of.find(node.id); it != partition_of.end()) {
+      decision.partition = it->second;
+    } else if (node.op == "delegate") {
+      decision.reason = "already delegated";
+    } else {
+      decision.reason = options_.skip_reason(graph, node);
+      if (decision.reason.empty()) decision.reason = backend_->unsupported_reason(graph, node);
+    }
+    decisions.push_back(std::move(decision));
+  }
 
   // Values that some value produced outside a partition aliases (kept as outputs so the alias
   // target survives).
@@ -374,6 +395,8 @@ Result<PartitionReport> Partitioner::partition(Graph& graph) const {
         fmt::format("graph after partitioning for backend '{}' is invalid", backend_->id()));
 
   PartitionReport report;
+  report.backend = backend_->id();
+  report.nodes = std::move(decisions);
   report.partitions = static_cast<int>(partitions.size());
   for (const auto& members : partitions) report.delegated_nodes += static_cast<int>(members.size());
   for (const Node& node : graph.nodes()) {

@@ -89,6 +89,8 @@ Result<std::unique_ptr<Runner>> Runner::from_program(std::shared_ptr<const runti
   return runner;
 }
 
+const program::Metadata& Runner::program_metadata() const { return program_->metadata(); }
+
 void Runner::reset() {
   io_->reset();
   history_.clear();
@@ -110,10 +112,9 @@ Result<GenerationResult> Runner::generate_ids(const std::vector<int64_t>& prompt
   return run(prompt_ids, config, on_text);
 }
 
-Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const GenerationConfig& config,
-                                     const TextCallback& on_text) {
+Status Runner::check_request(int64_t start, int64_t feed_tokens, const std::vector<int64_t>& prompt_ids,
+                             const GenerationConfig& config) const {
   const ModelInfo& info = model_info();
-  // Everything that can fail is checked before the first forward call.
   if (prompt_ids.empty())
     return make_error(ErrorCode::kInvalidArgument, "the prompt is empty (no tokens to process)");
   if (config.max_new_tokens < 0)
@@ -123,19 +124,50 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     if (id < 0 || id >= info.vocab_size)
       return make_error(ErrorCode::kInvalidArgument, "prompt token id {} is outside the vocabulary [0, {})", id,
                         info.vocab_size);
+  // The last sampled token is never fed back, so n new tokens need n - 1 further positions.
+  const int64_t needed = start + feed_tokens + std::max<int64_t>(config.max_new_tokens - 1, 0);
+  if (needed > info.max_context)
+    return make_error(ErrorCode::kCapacity,
+                      "prompt of {} tokens plus {} new tokens after {} already in the session needs {} positions, "
+                      "but the program's context is {}",
+                      prompt_ids.size(), config.max_new_tokens, start, needed, info.max_context);
+  return ok_status();
+}
+
+Result<GenerationResult> Runner::generate_context(const std::vector<int64_t>& context_ids,
+                                                  const GenerationConfig& config, const TextCallback& on_text,
+                                                  int64_t* reused_tokens) {
+  if (context_ids.empty())
+    return make_error(ErrorCode::kInvalidArgument, "the prompt is empty (no tokens to process)");
+  // The longest prefix shared with the session, leaving at least one token to run for logits.
+  const size_t limit = std::min(history_.size(), context_ids.size() - 1);
+  size_t shared = 0;
+  while (shared < limit && history_[shared] == context_ids[shared]) ++shared;
+  // Cache slots from `kept` on are simply overwritten (the contract never reads past the position).
+  const int64_t kept = std::min<int64_t>(static_cast<int64_t>(shared), position_);
+  const bool keep_pending = shared == history_.size() && pending_.has_value();
+  const std::vector<int64_t> suffix(context_ids.begin() + static_cast<std::ptrdiff_t>(shared), context_ids.end());
+  KESTREL_RETURN_IF_ERROR(
+      check_request(kept, static_cast<int64_t>(suffix.size()) + (keep_pending ? 1 : 0), suffix, config));
+  if (shared < history_.size()) {
+    history_.resize(shared);
+    pending_.reset();
+    position_ = kept;
+  }
+  if (reused_tokens != nullptr) *reused_tokens = kept;
+  return run(suffix, config, on_text);
+}
+
+Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const GenerationConfig& config,
+                                     const TextCallback& on_text) {
+  const ModelInfo& info = model_info();
   const auto prompt_tokens = static_cast<int64_t>(prompt_ids.size());
   // The previous turn's last sampled token has not been through the model yet: it goes first.
   std::vector<int64_t> feed;
   if (pending_) feed.push_back(*pending_);
   feed.insert(feed.end(), prompt_ids.begin(), prompt_ids.end());
-  // The last sampled token is never fed back, so n new tokens need n - 1 further positions.
-  const int64_t needed =
-      position_ + static_cast<int64_t>(feed.size()) + std::max<int64_t>(config.max_new_tokens - 1, 0);
-  if (needed > info.max_context)
-    return make_error(ErrorCode::kCapacity,
-                      "prompt of {} tokens plus {} new tokens after {} already in the session needs {} positions, "
-                      "but the program's context is {}",
-                      prompt_tokens, config.max_new_tokens, position_, needed, info.max_context);
+  // Everything that can fail is checked before the first forward call.
+  KESTREL_RETURN_IF_ERROR(check_request(position_, static_cast<int64_t>(feed.size()), prompt_ids, config));
 
   GenerationResult result;
   result.prompt_token_ids = prompt_ids;
@@ -168,6 +200,11 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     if (n == 0) result.stats.ttft_ms = ms_since(start);
     if (config.stop_at_eos && std::find(info.eos_ids.begin(), info.eos_ids.end(), token) != info.eos_ids.end()) {
       result.stop_reason = "eos";
+      break;
+    }
+    if (config.stop_at_eos &&
+        std::find(config.stop_token_ids.begin(), config.stop_token_ids.end(), token) != config.stop_token_ids.end()) {
+      result.stop_reason = "stop_token";
       break;
     }
     result.token_ids.push_back(token);

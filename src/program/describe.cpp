@@ -15,8 +15,16 @@ namespace {
 constexpr size_t kMaxListItems = 8;
 constexpr size_t kMaxTextChars = 64;
 constexpr size_t kMaxHexBytes = 32;
+constexpr std::string_view kNodeListingPrefix = "nodes.";
 
 bool is_printable(unsigned char c) { return c >= 0x20 && c < 0x7f; }
+
+// Non-printable bytes as \xNN (program text is untrusted).
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) out += is_printable(c) ? std::string(1, static_cast<char>(c)) : fmt::format("\\x{:02x}", c);
+  return out;
+}
 
 // A quoted, escaped, possibly shortened string.
 std::string quoted(std::string_view text) {
@@ -119,6 +127,27 @@ void describe_method(std::string& out, const ProgramSpec& spec, const MethodSpec
   for (const auto& [id, n] : backends) out += fmt::format("      delegate {}: {}\n", id, n);
 }
 
+// "id<TAB>op<TAB>output<TAB>placement" lines as a table.
+void describe_nodes(std::string& out, const std::string& method, const std::vector<std::string>& lines) {
+  out += fmt::format("nodes of method '{}' ({}; ids for skip_node_id_set):\n", method, lines.size());
+  out += fmt::format("  {:>5}  {:<12} {:<28} {}\n", "id", "op", "output", "runs on");
+  for (const std::string& line : lines) {
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (size_t tab = line.find('\t'); fields.size() < 3 && tab != std::string::npos; tab = line.find('\t', start)) {
+      fields.push_back(line.substr(start, tab - start));
+      start = tab + 1;
+    }
+    fields.push_back(line.substr(start));
+    if (fields.size() != 4) {
+      out += fmt::format("  {}\n", quoted(line));
+      continue;
+    }
+    for (std::string& field : fields) field = escaped(field);
+    out += fmt::format("  {:>5}  {:<12} {:<28} {}\n", fields[0], fields[1], fields[2], fields[3]);
+  }
+}
+
 }  // namespace
 
 std::string describe_program(const LoadedProgram& program) {
@@ -128,8 +157,15 @@ std::string describe_program(const LoadedProgram& program) {
   out += fmt::format("  program version: {}\n", spec.version);
   out += fmt::format("  file bytes: {}\n", program.file_bytes());
 
-  out += fmt::format("metadata ({}):\n", spec.metadata.size());
-  for (const auto& [key, value] : spec.metadata) out += fmt::format("  {} = {}\n", key, meta_text(value));
+  // Node placements ("nodes.<method>", written by a partitioning export) get their own table.
+  auto is_node_listing = [](const std::string& key, const MetaValue& value) {
+    return key.rfind(kNodeListingPrefix, 0) == 0 && std::holds_alternative<std::vector<std::string>>(value);
+  };
+  size_t listings = 0;
+  for (const auto& [key, value] : spec.metadata) listings += is_node_listing(key, value);
+  out += fmt::format("metadata ({}):\n", spec.metadata.size() - listings);
+  for (const auto& [key, value] : spec.metadata)
+    if (!is_node_listing(key, value)) out += fmt::format("  {} = {}\n", key, meta_text(value));
 
   out += fmt::format("methods ({}):\n", spec.methods.size());
   for (const auto& method : spec.methods) describe_method(out, spec, method);
@@ -162,6 +198,9 @@ std::string describe_program(const LoadedProgram& program) {
   for (uint32_t i = 0; i < program.num_segments(); ++i)
     out += fmt::format("  [{}] {}: {} bytes, checksum {:016x}\n", i, segment_role(spec, i), program.segment(i).size(),
                        program.segment_checksum(i));
+
+  for (const auto& [key, value] : spec.metadata)
+    if (is_node_listing(key, value)) describe_nodes(out, key.substr(kNodeListingPrefix.size()), std::get<std::vector<std::string>>(value));
 
   out += fmt::format("delegates ({}):\n", spec.delegates.size());
   for (size_t d = 0; d < spec.delegates.size(); ++d) {

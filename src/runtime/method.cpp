@@ -55,6 +55,26 @@ Status check_output_order(const std::string& method, const std::string& backend,
   return ok_status();
 }
 
+// Where a delegate's inputs and outputs live in its method: constants (views into the mapped
+// segment) and the method I/O they are.
+DelegateContext delegate_context(const std::vector<TensorView>& values, const program::MethodSpec& spec,
+                                 const program::DelegateCall& call) {
+  DelegateContext context;
+  context.method = spec.name;
+  auto io_index = [](const std::vector<int32_t>& list, int32_t value) {
+    auto it = std::find(list.begin(), list.end(), value);
+    return it == list.end() ? -1 : static_cast<int32_t>(it - list.begin());
+  };
+  for (int32_t index : call.inputs) {
+    TensorView view = values[index];
+    if (spec.values[index].kind != ValueKind::kConstant) view.data = nullptr;
+    context.constants.push_back(view);
+    context.method_inputs.push_back(io_index(spec.inputs, index));
+  }
+  for (int32_t index : call.outputs) context.method_outputs.push_back(io_index(spec.outputs, index));
+  return context;
+}
+
 }  // namespace
 
 Method::~Method() {
@@ -199,7 +219,8 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
       if (auto available = (*backend)->is_available(); !available.ok())
         return available.error().with_context(
             fmt::format("method '{}' needs backend '{}', which is unavailable", name, delegate.backend_id));
-      auto instance = (*backend)->init(loaded_->segment(delegate.payload_segment), delegate.compile_specs);
+      const DelegateContext context = delegate_context(method->values_, *spec, delegate_call);
+      auto instance = (*backend)->init(loaded_->segment(delegate.payload_segment), delegate.compile_specs, context);
       if (!instance.ok())
         return instance.error().with_context(
             fmt::format("method '{}': initializing backend '{}'", name, delegate.backend_id));

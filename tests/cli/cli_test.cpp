@@ -185,6 +185,43 @@ TEST_F(Cli, QnnOptionsAreListedAndApplied) {
   auto ran = run({"run", path("qnn.kst"), "-p", "hi", "-n", "2"});
   EXPECT_NE(ran.exit_code, 0);
   EXPECT_NE(ran.err.find("qnn"), std::string::npos) << ran.err;
+  EXPECT_NE(ran.err.find("qnn.library=stand-in"), std::string::npos) << "names the way to run it here";
+}
+
+// A QNN program runs on the CPU stand-in and generates what the portable program generates;
+// export lists the edge transforms and node ids; --backend-option is validated.
+TEST_F(Cli, QnnProgramRunsOnTheStandIn) {
+  auto exported = run({"export", path("model"), "-o", path("qnn_all.kst"), "--prefill-step", "8", "--max-context",
+                       "128", "--backend", "qnn", "--option", "skip_node_id_set=3", "--show-nodes"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.err.find("edge transforms: qnn:narrow_index_inputs"), std::string::npos) << exported.err;
+  EXPECT_NE(exported.out.find("nodes of method 'prefill'"), std::string::npos) << exported.out;
+  EXPECT_NE(exported.out.find("portable: skip_node_id_set"), std::string::npos) << exported.out;
+  auto inspect = run({"inspect", path("qnn_all.kst")});
+  EXPECT_NE(inspect.out.find("nodes of method 'decode'"), std::string::npos) << inspect.out;
+
+  const std::vector<std::string> generate{"-p", "The little bird", "-n", "16", "--temperature", "0", "--json"};
+  auto args = [&](const std::string& program, std::vector<std::string> extra) {
+    std::vector<std::string> all{"run", program};
+    all.insert(all.end(), generate.begin(), generate.end());
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  auto portable = run(args(path("model.kst"), {}));
+  auto qnn = run(args(path("qnn_all.kst"), {"--backend-option", "qnn.library=stand-in"}));
+  ASSERT_EQ(portable.exit_code, 0) << portable.err;
+  ASSERT_EQ(qnn.exit_code, 0) << qnn.err;
+  EXPECT_EQ(nlohmann::json::parse(qnn.out)["token_ids"], nlohmann::json::parse(portable.out)["token_ids"]);
+
+  auto typo = run(args(path("qnn_all.kst"), {"--backend-option", "qnn.libary=stand-in"}));
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_NE(typo.err.find("did you mean 'library'"), std::string::npos) << typo.err;
+  auto backend = run(args(path("qnn_all.kst"), {"--backend-option", "qn.library=stand-in"}));
+  EXPECT_NE(backend.exit_code, 0);
+  EXPECT_NE(backend.err.find("unknown backend 'qn'"), std::string::npos) << backend.err;
+  auto shape = run(args(path("qnn_all.kst"), {"--backend-option", "library=stand-in"}));
+  EXPECT_NE(shape.exit_code, 0);
+  EXPECT_NE(shape.err.find("NAME.KEY=VALUE"), std::string::npos) << shape.err;
 }
 
 // ---- Program file integrity and export safety ----------------------------------------------

@@ -49,7 +49,7 @@ class TestBackend : public BackendExporter {
   std::string id() const override { return id_; }
   const OptionTable& options() const override { return table_; }
   bool supports(const Graph&, const Node& node) const override { return ops_.count(node.op) > 0; }
-  std::vector<std::shared_ptr<Pass>> edge_transforms() const override { return transforms; }
+  std::vector<std::shared_ptr<Pass>> edge_transforms(const PartitionerOptions&) const override { return transforms; }
 
   Result<std::map<std::string, std::vector<uint8_t>>> build_compile_specs(
       const OptionMap& options) const override {

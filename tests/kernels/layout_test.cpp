@@ -166,5 +166,24 @@ TEST(Cast, RejectsMismatchedAttributeAndNonFloat) {
                          {"cast", "output has shape [5], expected [4]"}));
 }
 
+// i64 -> i32 (index inputs of backends without 64-bit integers): exact in range, an error outside.
+TEST(Cast, NarrowsI64ToI32) {
+  const std::vector<int64_t> values{0, 7, -3, 2147483647, -2147483648LL};
+  HostTensor x = HostTensor::from_ints({5}, values);
+  HostTensor out(DType::kI32, {5});
+  ASSERT_TRUE(run_kernel("cast", {x.view()}, {out.view()}, {{"dtype", std::string("i32")}}).ok());
+  for (size_t i = 0; i < values.size(); ++i) {
+    int32_t got;
+    std::memcpy(&got, out.bytes() + 4 * i, 4);
+    EXPECT_EQ(got, values[i]) << i;
+  }
+  HostTensor big = HostTensor::from_ints({2}, {1, 2147483648LL});
+  HostTensor small(DType::kI32, {2});
+  EXPECT_TRUE(fails_with(run_kernel("cast", {big.view()}, {small.view()}), ErrorCode::kOutOfRange,
+                         {"cast", "element 1 (2147483648) does not fit i32"}));
+  EXPECT_TRUE(fails_with(run_kernel("cast", {x.view()}, {out.view()}, {{"dtype", std::string("f32")}}),
+                         ErrorCode::kInvalidArgument, {"cast", "i32 only"}));
+}
+
 }  // namespace
 }  // namespace kestrel::kernels::testing

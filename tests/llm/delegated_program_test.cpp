@@ -73,8 +73,8 @@ class SubprogramBackend : public runtime::BackendInterface {
   };
   std::string_view id() const override { return "subprogram"; }
   Status is_available() const override { return ok_status(); }
-  Result<runtime::DelegateInstance> init(std::span<const uint8_t> payload,
-                                         const runtime::CompileSpecs& specs) override {
+  Result<runtime::DelegateInstance> init(std::span<const uint8_t> payload, const runtime::CompileSpecs& specs,
+                                         const runtime::DelegateContext&) override {
     if (specs.count("tag") == 0) return Error(ErrorCode::kInvalidArgument, "compile spec 'tag' missing");
     KESTREL_ASSIGN_OR_RETURN(auto loaded, program::LoadedProgram::load_bytes(payload));
     KESTREL_ASSIGN_OR_RETURN(auto program, runtime::Program::from_loaded(loaded, kernels::portable_kernel_registry(),

@@ -25,8 +25,14 @@ class QnnBackendTest : public ::testing::Test {
 
 std::vector<uint8_t> any_payload() { return {'K', 'Q', 'N', 'N', 'P', 'A', 'Y', 0}; }
 
+QnnBackendOptions library(std::string path) {
+  QnnBackendOptions options;
+  options.library = std::move(path);
+  return options;
+}
+
 TEST_F(QnnBackendTest, UnavailableWithoutTheHtpLibrary) {
-  auto backend = make_qnn_backend({"/nonexistent/libQnnHtp.so"});
+  auto backend = make_qnn_backend(library("/nonexistent/libQnnHtp.so"));
   EXPECT_EQ(backend->id(), "qnn");
   Status status = backend->is_available();
   ASSERT_FALSE(status.ok());
@@ -40,7 +46,7 @@ TEST_F(QnnBackendTest, InitNamesTheBackendAndTheMissingLibrary) {
   auto backend = make_qnn_backend();  // default: libQnnHtp.so, not on this host
   auto specs = QnnCompileSpecBuilder().build();
   ASSERT_TRUE(specs.ok());
-  auto instance = backend->init(any_payload(), *specs);
+  auto instance = backend->init(any_payload(), *specs, {});
   ASSERT_FALSE(instance.ok());
   EXPECT_NE(instance.error().message().find("qnn"), std::string::npos);
   EXPECT_NE(instance.error().message().find("libQnnHtp.so"), std::string::npos) << instance.error().message();
@@ -54,7 +60,7 @@ TEST_F(QnnBackendTest, EnvironmentOverridesTheLibraryPath) {
 }
 
 TEST_F(QnnBackendTest, LibraryThatIsNotQnnIsRejected) {
-  Status status = make_qnn_backend({KESTREL_CDSPRPC_SHIM})->is_available();
+  Status status = make_qnn_backend(library(KESTREL_CDSPRPC_SHIM))->is_available();
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message().find("QnnInterface_getProviders"), std::string::npos);
 }
@@ -67,7 +73,7 @@ TEST_F(QnnBackendTest, BuildWithoutSdkSaysSo) {
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code(), ErrorCode::kUnsupported);
   EXPECT_NE(status.error().message().find("QNN_SDK_ROOT"), std::string::npos) << status.error().message();
-  auto instance = backend->init(any_payload(), {});
+  auto instance = backend->init(any_payload(), {}, {});
   ASSERT_FALSE(instance.ok());
   EXPECT_NE(instance.error().message().find("QNN_SDK_ROOT"), std::string::npos);
 }

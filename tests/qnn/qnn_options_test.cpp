@@ -88,7 +88,7 @@ TEST(QnnOptions, DefaultsBuildReadableSpecs) {
                            "is_from_context_binary", "use_mha2sha"}) {
     EXPECT_EQ(text(*specs, flag), "false") << flag;
   }
-  EXPECT_EQ(text(*specs, "embed_parameters"), "true");
+  EXPECT_EQ(text(*specs, "embed_parameters"), "false") << "payloads reference the program's constants";
   EXPECT_EQ(specs->count("use_fp16"), 0u) << "folded into precision";
   // Every value is printable text, so `kestrel inspect` can show it.
   for (const auto& [key, bytes] : *specs) {
@@ -189,13 +189,12 @@ TEST(QnnOptions, OnlinePrepareWithMultiContextsIsAnError) {
 }
 
 TEST(QnnOptions, EmbedParameters) {
-  auto specs = specs_for({{"embed_parameters", false}});
+  auto specs = specs_for({{"embed_parameters", true}});
   ASSERT_TRUE(specs.ok());
-  EXPECT_EQ(text(*specs, "embed_parameters"), "false");
+  EXPECT_EQ(text(*specs, "embed_parameters"), "true");
   auto parsed = parse_qnn_compile_specs(*specs);
   ASSERT_TRUE(parsed.ok());
-  EXPECT_FALSE(parsed->embed_parameters);
-  EXPECT_FALSE(specs_for({{"embed_parameters", false}, {"is_from_context_binary", true}}).ok());
+  EXPECT_TRUE(parsed->embed_parameters);
 }
 
 TEST(QnnOptions, WeightSharingNeedsV73) {

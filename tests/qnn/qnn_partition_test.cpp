@@ -9,6 +9,7 @@
 #include "kestrel/backends/qnn/payload.h"
 #include "kestrel/backends/qnn/qnn_partitioner.h"
 #include "kestrel/export/pass_manager.h"
+#include "backends/qnn/edge_transforms.h"
 #include "qnn/qnn_test_graphs.h"
 
 namespace kestrel::qnn {
@@ -33,6 +34,16 @@ std::set<NodeId> delegated(const Graph& g) {
   return ids;
 }
 
+// What `kestrel export --backend qnn` does to a method graph: the QNN edge transforms, then
+// partitioning.
+Result<exporter::PartitionReport> partition(Graph& g, const OptionMap& options = {}) {
+  exporter::PassManager pm;
+  pm.add_partitioner(std::make_shared<const exporter::Partitioner>(make_partitioner(options)));
+  KESTREL_ASSIGN_OR_RETURN(auto report, pm.run(g));
+  EXPECT_EQ(report.executed, (std::vector<std::string>{"transform:qnn:narrow_index_inputs", "partition:qnn"}));
+  return report.partitions.at(0);
+}
+
 std::multiset<std::string> portable_ops(const Graph& g) {
   std::multiset<std::string> ops;
   for (const auto& n : g.nodes())
@@ -46,6 +57,25 @@ TEST(QnnOpSupport, DecoderLayerOpsAreSupported) {
   for (const auto& node : g.nodes()) {
     Status status = check_qnn_node(g, node);
     EXPECT_TRUE(status.ok()) << node.op << ": " << status.error().to_string();
+  }
+}
+
+// QNN HTP has no 64-bit integers: the nodes the table accepts with i64 indices get them as i32
+// from the edge transform; a partition that still carries an i64 index (partitioned without
+// the transform) is refused by the lowering at export.
+TEST(QnnOpSupport, I64IndicesAreCastBeforeTheyReachQnn) {
+  LayerIds ids;
+  Graph without_transform = decoder_layer(ids);
+  auto refused = make_partitioner().partition(without_transform);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("i64 has no QNN HTP tensor type"), std::string::npos)
+      << refused.error().message();
+  Graph g = decoder_layer(ids);
+  ASSERT_TRUE(partition(g).ok());
+  for (const auto& delegate : g.delegates()) {
+    auto payload = parse_qnn_payload(delegate.payload);
+    ASSERT_TRUE(payload.ok());
+    for (const auto& value : payload->values) EXPECT_NE(value.dtype, DType::kI64) << value.name;
   }
 }
 
@@ -88,7 +118,7 @@ TEST(QnnOpSupport, DtypeRules) {
   EXPECT_FALSE(ok(c)) << "bf16 weights stay portable";
   EXPECT_FALSE(ok(n)) << "bf16 norm weight stays portable";
   EXPECT_FALSE(ok(am)) << "argmax: i64 output";
-  EXPECT_TRUE(ok(e)) << "f16 table, i64 ids";
+  EXPECT_TRUE(ok(e)) << "f16 table, i64 ids (cast to i32 by the edge transform)";
   EXPECT_FALSE(ok(eq8)) << "q8 table";
   EXPECT_FALSE(ok(bad_ids)) << "float ids";
   EXPECT_TRUE(ok(s));
@@ -127,22 +157,28 @@ TEST(QnnPartition, WholeLayerIsOneDelegate) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
   const size_t nodes = g.nodes().size();
-  auto report = make_partitioner().partition(g);
+  auto report = partition(g);
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   EXPECT_EQ(report->partitions, 1);
   EXPECT_EQ(report->delegated_nodes, static_cast<int>(nodes));
-  EXPECT_EQ(report->portable_nodes, 0);
+  // Only the two i64 -> i32 casts of tokens and positions run on the CPU.
+  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"cast", 2}}));
   ASSERT_EQ(g.delegates().size(), 1u);
   EXPECT_EQ(g.delegates()[0].backend_id, "qnn");
+  for (const auto& node : g.nodes()) {
+    if (node.op != "cast") continue;
+    EXPECT_EQ(g.value(node.inputs[0]).dtype, DType::kI64);
+    EXPECT_EQ(g.value(node.outputs[0]).dtype, DType::kI32);
+  }
 }
 
 TEST(QnnPartition, SkipIndexCopyKeepsCacheUpdateOnCpu) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
-  auto report = make_partitioner({{"skip_node_op_set", std::set<std::string>{"index_copy"}}}).partition(g);
+  auto report = partition(g, {{"skip_node_op_set", std::set<std::string>{"index_copy"}}});
   ASSERT_TRUE(report.ok()) << report.error().to_string();
-  EXPECT_EQ(portable_ops(g), (std::multiset<std::string>{"index_copy", "index_copy"}));
-  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"index_copy", 2}}));
+  EXPECT_EQ(portable_ops(g), (std::multiset<std::string>{"cast", "cast", "index_copy", "index_copy"}));
+  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"cast", 2}, {"index_copy", 2}}));
   // rope/projections before the cache update, attention and the rest after it.
   EXPECT_EQ(report->partitions, 2);
   const auto d = delegated(g);
@@ -152,12 +188,14 @@ TEST(QnnPartition, SkipIndexCopyKeepsCacheUpdateOnCpu) {
   }
   EXPECT_FALSE(d.count(ids.k_update));
   EXPECT_FALSE(d.count(ids.v_update));
-  // The cache updates still read the caller's buffers and write in place.
+  // The cache updates still read the caller's buffers and write in place, with the i64
+  // positions the portable kernel takes.
   for (const auto& node : g.nodes()) {
     if (node.op != "index_copy") continue;
     const auto& dst = g.value(node.inputs[0]);
     EXPECT_EQ(dst.input_kind, InputKind::kBuffer);
     EXPECT_EQ(g.value(node.outputs[0]).alias_of, dst.id);
+    EXPECT_EQ(node.inputs[1], ids.positions);
   }
   EXPECT_TRUE(g.validate().ok());
 }
@@ -165,17 +203,22 @@ TEST(QnnPartition, SkipIndexCopyKeepsCacheUpdateOnCpu) {
 TEST(QnnPartition, SkipMutableBufferKeepsCacheUpdateOnCpu) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
-  auto report = make_partitioner({{"skip_mutable_buffer", true}}).partition(g);
+  auto report = partition(g, {{"skip_mutable_buffer", true}});
   ASSERT_TRUE(report.ok()) << report.error().to_string();
-  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"index_copy", 2}}));
+  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"cast", 2}, {"index_copy", 2}}));
+  for (const auto& node : report->nodes) {
+    if (node.op == "index_copy") {
+      EXPECT_EQ(node.reason, "skip_mutable_buffer");
+    }
+  }
 }
 
 TEST(QnnPartition, SkipNodeIdsStayPortable) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
-  auto report = make_partitioner({{"skip_node_id_set", std::set<int64_t>{ids.rms_norm, ids.residual}}}).partition(g);
+  auto report = partition(g, {{"skip_node_id_set", std::set<int64_t>{ids.rms_norm, ids.residual}}});
   ASSERT_TRUE(report.ok()) << report.error().to_string();
-  EXPECT_EQ(portable_ops(g), (std::multiset<std::string>{"add", "rms_norm"}));
+  EXPECT_EQ(portable_ops(g), (std::multiset<std::string>{"add", "cast", "cast", "rms_norm"}));
   const auto d = delegated(g);
   EXPECT_FALSE(d.count(ids.rms_norm));
   EXPECT_FALSE(d.count(ids.residual));
@@ -186,9 +229,14 @@ TEST(QnnPartition, SkipNodeIdsStayPortable) {
 TEST(QnnPartition, Q8WeightLinearStaysPortable) {
   LayerIds ids;
   Graph g = decoder_layer(ids, {}, DType::kF32, /*o_proj_dtype=*/DType::kQ8);
-  auto report = make_partitioner().partition(g);
+  auto report = partition(g);
   ASSERT_TRUE(report.ok()) << report.error().to_string();
-  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"linear", 1}}));
+  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"cast", 2}, {"linear", 1}}));
+  for (const auto& node : report->nodes) {
+    if (node.id == ids.o_proj) {
+      EXPECT_NE(node.reason.find("is q8"), std::string::npos) << node.reason;
+    }
+  }
   EXPECT_FALSE(delegated(g).count(ids.o_proj));
   EXPECT_TRUE(delegated(g).count(ids.q_proj));
 }
@@ -196,15 +244,16 @@ TEST(QnnPartition, Q8WeightLinearStaysPortable) {
 TEST(QnnPartition, F16WeightsAreDelegatedBf16AreNot) {
   LayerIds ids;
   Graph f16 = decoder_layer(ids, {}, DType::kF16, DType::kF16);
-  auto report = make_partitioner().partition(f16);
+  auto report = partition(f16);
   ASSERT_TRUE(report.ok());
-  EXPECT_EQ(report->portable_nodes, 0);
+  EXPECT_EQ(report->portable_ops, (std::map<std::string, int>{{"cast", 2}}));
   Graph bf16 = decoder_layer(ids, {}, DType::kBF16, DType::kBF16);
-  report = make_partitioner().partition(bf16);
+  report = partition(bf16);
   ASSERT_TRUE(report.ok());
-  // Embedding, norm and the four projections stay portable; the rest is delegated.
+  // Embedding, norm and the four projections stay portable (the embedding keeps reading the
+  // i64 tokens, so only positions get a cast); the rest is delegated.
   EXPECT_EQ(report->portable_ops,
-            (std::map<std::string, int>{{"embedding", 1}, {"linear", 4}, {"rms_norm", 1}}));
+            (std::map<std::string, int>{{"cast", 1}, {"embedding", 1}, {"linear", 4}, {"rms_norm", 1}}));
 }
 
 TEST(QnnPartition, WorksThroughThePassManager) {
@@ -217,6 +266,7 @@ TEST(QnnPartition, WorksThroughThePassManager) {
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   ASSERT_EQ(report->partitions.size(), 1u);
   EXPECT_EQ(report->partitions[0].partitions, 2);
+  EXPECT_EQ(report->executed, (std::vector<std::string>{"transform:qnn:narrow_index_inputs", "partition:qnn"}));
 }
 
 TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
@@ -225,6 +275,7 @@ TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
   const Graph original = g;
   auto partitioner = make_partitioner({{"skip_node_op_set", std::set<std::string>{"index_copy"}},
                                        {"soc_model", std::string("SM8550")}});
+  ASSERT_TRUE(make_narrow_index_inputs_pass(partitioner.options())->run(g).ok());
   ASSERT_TRUE(partitioner.partition(g).ok());
   ASSERT_EQ(g.delegates().size(), 2u);
   for (size_t di = 0; di < g.delegates().size(); ++di) {
@@ -253,7 +304,7 @@ TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
       }
     }
     // The delegate node's inputs line up with the payload's input order; parameters and
-    // constants carry their bytes.
+    // constants are references to the program constants wired to those inputs.
     const exporter::Node* node = nullptr;
     for (const auto& n : g.nodes())
       if (n.op == "delegate" && n.delegate == static_cast<int32_t>(di)) node = &n;
@@ -266,12 +317,9 @@ TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
       EXPECT_EQ(pv->name, gv.name);
       EXPECT_EQ(pv->input_index, static_cast<int32_t>(i));
       if (gv.input_kind == InputKind::kParameter || gv.input_kind == InputKind::kConstant) {
-        EXPECT_TRUE(pv->embedded) << gv.name;
+        EXPECT_FALSE(pv->embedded) << gv.name;
         EXPECT_EQ(pv->kind, gv.input_kind == InputKind::kParameter ? QnnValueKind::kParameter : QnnValueKind::kConstant);
-        auto bytes = payload->data_of(*pv);
-        ASSERT_EQ(bytes.size(), gv.data->held_bytes().size());
-        EXPECT_EQ(std::memcmp(bytes.data(), gv.data->held_bytes().data(), bytes.size()), 0) << gv.name;
-        EXPECT_EQ(static_cast<size_t>(bytes.data() - delegate.payload.data()) % kQnnPayloadAlignment, 0u);
+        EXPECT_TRUE(payload->data_of(*pv).empty());
       } else {
         EXPECT_FALSE(pv->embedded);
         EXPECT_EQ(pv->kind, QnnValueKind::kInput);
@@ -289,7 +337,7 @@ TEST(QnnPayload, DelegatePayloadDescribesTheSubgraph) {
 TEST(QnnPayload, ParserRejectsDamage) {
   LayerIds ids;
   Graph g = decoder_layer(ids);
-  ASSERT_TRUE(make_partitioner().partition(g).ok());
+  ASSERT_TRUE(partition(g, {{"embed_parameters", true}}).ok());
   const std::vector<uint8_t> good = g.delegates()[0].payload;
   ASSERT_TRUE(parse_qnn_payload(good).ok());
 
@@ -323,7 +371,7 @@ TEST(QnnPayload, ParserRejectsDamage) {
 
 TEST(QnnPayload, PreprocessRejectsForeignSpecsAndUnsupportedNodes) {
   LayerIds ids;
-  Graph g = decoder_layer(ids);
+  Graph g = decoder_layer(ids, {}, DType::kF32, DType::kF32, DType::kI32);
   QnnBackendExporter exporter;
   auto specs = QnnCompileSpecBuilder().build();
   ASSERT_TRUE(specs.ok());
@@ -338,14 +386,21 @@ TEST(QnnPayload, PreprocessRejectsForeignSpecsAndUnsupportedNodes) {
   auto rejected = exporter.preprocess(bad, *specs);
   ASSERT_FALSE(rejected.ok());
   EXPECT_NE(rejected.error().message().find("argmax"), std::string::npos);
+
+  // A context binary is not what Kestrel writes.
+  auto binary_specs = QnnCompileSpecBuilder().is_from_context_binary(true).build();
+  ASSERT_TRUE(binary_specs.ok());
+  auto binary = exporter.preprocess(g, *binary_specs);
+  ASSERT_FALSE(binary.ok());
+  EXPECT_NE(binary.error().message().find("context binaries"), std::string::npos);
 }
 
 TEST(QnnPayload, ReferencedParametersStayOutOfThePayload) {
   LayerIds ids;
   Graph embedded = decoder_layer(ids);
   Graph referenced = decoder_layer(ids);
-  ASSERT_TRUE(make_partitioner().partition(embedded).ok());
-  ASSERT_TRUE(make_partitioner({{"embed_parameters", false}}).partition(referenced).ok());
+  ASSERT_TRUE(partition(embedded, {{"embed_parameters", true}}).ok());
+  ASSERT_TRUE(partition(referenced).ok());
   const auto& big = embedded.delegates()[0].payload;
   const auto& small = referenced.delegates()[0].payload;
   EXPECT_LT(small.size() + 10000, big.size());

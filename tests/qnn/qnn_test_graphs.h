@@ -37,13 +37,14 @@ inline exporter::NodeId producer_of(const exporter::Graph& g, exporter::ValueId 
 // embedding -> rms_norm -> q/k/v linear -> reshape/transpose -> rope(q, k) ->
 // index_copy into the k/v caches (kBuffer inputs, in place) -> attention -> transpose/reshape
 // -> o linear -> residual add. Outputs: hidden, new k, new v (the hf_static shape).
+// `index_dtype`: of tokens and positions (i64 as exported; i32 as after narrow_index_inputs).
 inline exporter::Graph decoder_layer(LayerIds& ids, const LayerDims& d = {}, DType weight_dtype = DType::kF32,
-                                     DType o_proj_dtype = DType::kF32) {
+                                     DType o_proj_dtype = DType::kF32, DType index_dtype = DType::kI64) {
   using exporter::InputKind;
   exporter::Graph g;
   const int64_t T = d.tokens, D = d.hidden, Hq = d.heads, Hkv = d.kv_heads, Dh = d.head_dim, C = d.context;
-  ids.tokens = g.add_input("tokens", DType::kI64, {1, T}, InputKind::kUser);
-  ids.positions = g.add_input("positions", DType::kI64, {T}, InputKind::kUser);
+  ids.tokens = g.add_input("tokens", index_dtype, {1, T}, InputKind::kUser);
+  ids.positions = g.add_input("positions", index_dtype, {T}, InputKind::kUser);
   ids.k_cache = g.add_input("k_cache", DType::kF32, {1, Hkv, C, Dh}, InputKind::kBuffer);
   ids.v_cache = g.add_input("v_cache", DType::kF32, {1, Hkv, C, Dh}, InputKind::kBuffer);
   auto param = [&](const char* name, DType dt, std::vector<int64_t> shape, uint8_t seed) {

@@ -145,7 +145,13 @@ class ShuffledBackend : public BackendInterface {
     if (available_) return ok_status();
     return Error(ErrorCode::kUnavailable, "libshuffled.so not found");
   }
-  Result<DelegateInstance> init(std::span<const uint8_t> payload, const CompileSpecs& specs) override {
+  Result<DelegateInstance> init(std::span<const uint8_t> payload, const CompileSpecs& specs,
+                                const DelegateContext& context) override {
+    // Both inputs and all three outputs are the method's own I/O; nothing is a constant.
+    EXPECT_EQ(context.method, "forward");
+    EXPECT_EQ(context.method_inputs, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(context.method_outputs, (std::vector<int32_t>{0, 1, 2}));
+    EXPECT_EQ(context.constant(0), nullptr);
     EXPECT_EQ(std::string(payload.begin(), payload.end()), "payload");
     EXPECT_EQ(specs.count("mode"), 1u);
     ++inits;

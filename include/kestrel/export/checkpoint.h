@@ -14,6 +14,7 @@
 
 #include "kestrel/core/dtype.h"
 #include "kestrel/core/result.h"
+#include "kestrel/export/chat_config.h"
 
 namespace kestrel::exporter {
 
@@ -91,6 +92,8 @@ class Checkpoint {
   const std::vector<uint8_t>& tokenizer_bytes() const;
   // The path the checkpoint was loaded from.
   std::string source() const;
+  // Chat template and end-of-turn tokens (empty for llama2.c and checkpoints without them).
+  const ChatConfig& chat() const;
 
  private:
   std::shared_ptr<const Impl> impl_;

@@ -41,6 +41,23 @@ struct ExportReport {
   int64_t max_context = 0;
 };
 
+// Where one node of a method graph (before partitioning) runs.
+struct NodePlacement {
+  NodeId id = -1;
+  std::string op;
+  std::string output;     // its first output's name
+  std::string backend;    // the backend it was delegated to; empty when it stays portable
+  int partition = -1;     // that backend's partition index
+  std::string reason;     // why it stays portable
+};
+// Every node the partitioners saw, in graph order: delegated by the first partitioner that took
+// it, otherwise portable with the last partitioner's reason. Empty without partitioners.
+std::vector<NodePlacement> node_placements(const PipelineReport& pipeline);
+// Program metadata key holding a method's placements (written when the export partitions), one
+// "id<TAB>op<TAB>output<TAB>placement" string per node; placement is "<backend>:<partition>" or
+// "portable: <reason>". `kestrel inspect` prints it.
+std::string node_placements_key(const std::string& method);
+
 Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const ExportOptions& options,
                                             ExportReport* report = nullptr);
 

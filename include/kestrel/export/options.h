@@ -16,7 +16,8 @@
 
 namespace kestrel::exporter {
 
-enum class OptionDestination { kPartitioner, kCompileSpec };
+// kRuntime: an option a backend takes when it runs (kestrel run --backend-option).
+enum class OptionDestination { kPartitioner, kCompileSpec, kRuntime };
 enum class OptionType { kBool, kInt, kString, kStringSet, kIntSet };
 
 using OptionValue = std::variant<bool, int64_t, std::string, std::set<std::string>, std::set<int64_t>>;

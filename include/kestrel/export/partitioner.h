@@ -17,6 +17,16 @@ namespace kestrel::exporter {
 
 class Pass;  // pass_manager.h
 
+struct PartitionerOptions {
+  std::set<std::string> skip_node_op_set;
+  std::set<int64_t> skip_node_id_set;
+  bool skip_mutable_buffer = false;  // keep nodes that write InputKind::kBuffer state portable
+
+  // Why these options keep `node` portable whatever the backend supports ("skip_node_op_set",
+  // "skip_node_id_set", "skip_mutable_buffer"), or empty when they do not.
+  std::string skip_reason(const Graph& graph, const Node& node) const;
+};
+
 // What a backend contributes at export time.
 class BackendExporter {
  public:
@@ -26,8 +36,14 @@ class BackendExporter {
   virtual const OptionTable& options() const = 0;
   // Whether the backend can run this node (ops, dtypes, shapes).
   virtual bool supports(const Graph& graph, const Node& node) const = 0;
-  // Graph rewrites that make more nodes supportable; run before partitioning.
-  virtual std::vector<std::shared_ptr<Pass>> edge_transforms() const { return {}; }
+  // Why it cannot (for node listings); only asked about nodes supports() refused.
+  virtual std::string unsupported_reason(const Graph& graph, const Node& node) const {
+    return "not supported by backend '" + id() + "'";
+  }
+  // Graph rewrites that make more nodes supportable; run before partitioning, with the
+  // partitioner's options (a rewrite must not feed a node those options keep portable with
+  // something only the backend can consume).
+  virtual std::vector<std::shared_ptr<Pass>> edge_transforms(const PartitionerOptions& options) const { return {}; }
   // Compile specs built from the resolved compile-spec options.
   virtual Result<std::map<std::string, std::vector<uint8_t>>> build_compile_specs(
       const OptionMap& compile_spec_options) const = 0;
@@ -36,17 +52,23 @@ class BackendExporter {
       const Graph& subgraph, const std::map<std::string, std::vector<uint8_t>>& compile_specs) const = 0;
 };
 
-struct PartitionerOptions {
-  std::set<std::string> skip_node_op_set;
-  std::set<int64_t> skip_node_id_set;
-  bool skip_mutable_buffer = false;  // keep nodes that write InputKind::kBuffer state portable
+
+// What the partitioner decided for one node of the graph it was given.
+struct NodeDecision {
+  NodeId id = -1;
+  std::string op;
+  std::string output;      // name of the node's first output (to recognise it)
+  int partition = -1;      // index of its partition when delegated, else -1
+  std::string reason;      // why it stays portable (empty when delegated)
 };
 
 struct PartitionReport {
+  std::string backend;  // id of the partitioner's backend
   int delegated_nodes = 0;
   int portable_nodes = 0;
   int partitions = 0;
   std::map<std::string, int> portable_ops;  // op -> count of nodes left portable
+  std::vector<NodeDecision> nodes;          // every node before partitioning, in graph order
 };
 
 class Partitioner {
@@ -61,7 +83,7 @@ class Partitioner {
   const BackendExporter& backend() const { return *backend_; }
   const PartitionerOptions& options() const { return options_; }
   const std::map<std::string, std::vector<uint8_t>>& compile_specs() const { return compile_specs_; }
-  std::vector<std::shared_ptr<Pass>> edge_transforms() const { return backend_->edge_transforms(); }
+  std::vector<std::shared_ptr<Pass>> edge_transforms() const { return backend_->edge_transforms(options_); }
 
   // Which node ids would be delegated (capability minus skip sets).
   std::set<NodeId> supported_nodes(const Graph& graph) const;

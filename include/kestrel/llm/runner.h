@@ -32,6 +32,9 @@ struct GenerationConfig {
   std::vector<std::string> stop_strings;
   bool add_bos = true;  // prepend bos on the first turn of a session (when the model has one)
   bool stop_at_eos = true;
+  // More tokens that end generation like eos (e.g. a chat template's end-of-turn tokens);
+  // stop_reason "stop_token". Honoured only with stop_at_eos.
+  std::vector<int64_t> stop_token_ids;
 };
 
 struct GenerationStats {
@@ -48,7 +51,7 @@ struct GenerationResult {
   std::string text;
   std::vector<int64_t> prompt_token_ids;
   std::vector<int64_t> token_ids;  // generated
-  std::string stop_reason;         // "eos", "stop_string", "max_new_tokens"
+  std::string stop_reason;         // "eos", "stop_token", "stop_string", "max_new_tokens", "callback"
   GenerationStats stats;
 };
 
@@ -64,6 +67,8 @@ class Runner {
   const ModelInfo& model_info() const { return io_->model_info(); }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   IOManager& io_manager() { return *io_; }
+  // The program's metadata (chat template, ...).
+  const program::Metadata& program_metadata() const;
   double load_ms() const { return load_ms_; }
   int64_t position() const { return position_; }
 
@@ -74,6 +79,16 @@ class Runner {
   // The same from token ids (no tokenizer needed).
   Result<GenerationResult> generate_ids(const std::vector<int64_t>& prompt_ids, const GenerationConfig& config,
                                         const TextCallback& on_text = nullptr);
+  // Generates after `context_ids`, the whole conversation so far (e.g. a rendered chat), not
+  // just its new part: keeps the cache of the longest prefix these tokens share with the
+  // session's tokens and prefills only the rest (everything after a reset when they share
+  // none). `reused_tokens`, when given, receives how many cached positions were kept. Checks
+  // the request before any side effect: on failure the session is unchanged.
+  Result<GenerationResult> generate_context(const std::vector<int64_t>& context_ids, const GenerationConfig& config,
+                                            const TextCallback& on_text = nullptr, int64_t* reused_tokens = nullptr);
+  // Every token of the session so far: prompts and generated tokens (the last generated one
+  // enters the cache with the next request).
+  const std::vector<int64_t>& session_tokens() const { return history_; }
   // Clears the cache and the position: the next generate starts a new conversation.
   void reset();
 
@@ -81,6 +96,10 @@ class Runner {
   Runner() = default;
   Result<GenerationResult> run(std::vector<int64_t> prompt_ids, const GenerationConfig& config,
                                const TextCallback& on_text);
+  // The checks run() makes before its first forward call, for `feed_tokens` tokens (the
+  // prompt plus a pending token) starting at `start`.
+  Status check_request(int64_t start, int64_t feed_tokens, const std::vector<int64_t>& prompt_ids,
+                       const GenerationConfig& config) const;
 
   std::shared_ptr<const runtime::Program> program_;
   std::unique_ptr<IOManager> io_;

@@ -26,6 +26,14 @@ inline constexpr const char* kBosId = "bos_id";
 inline constexpr const char* kEosIds = "eos_ids";
 inline constexpr const char* kTokenizerFormat = "tokenizer_format";    // "hf_json" | "llama2c" | "none"
 inline constexpr const char* kTokenizerSegment = "tokenizer_segment";  // segment index holding its bytes
+
+// Optional chat metadata (docs/hf_static-v1.md, "Chat metadata").
+inline constexpr const char* kChatTemplate = "chat_template";               // Jinja source, the default
+inline constexpr const char* kChatTemplatePrefix = "chat_template.";        // + name: other named templates
+inline constexpr const char* kEndOfTurnIds = "eot_ids";                     // tokens that end an assistant turn
+inline constexpr const char* kBosToken = "bos_token";                       // texts templates write
+inline constexpr const char* kEosToken = "eos_token";
+inline constexpr const char* kAddBosToken = "add_bos_token";                // the tokenizer prepends bos
 }  // namespace hf_static
 
 }  // namespace kestrel::contract

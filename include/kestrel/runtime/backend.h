@@ -24,14 +24,35 @@ struct DelegateInstance {
   std::vector<int32_t> output_order;
 };
 
+// What init learns about the method around a delegate, besides its payload and compile specs.
+// Weights stay in the program's shared, mapped constant segment: a backend builds its static
+// tensors from these views (valid as long as the delegate lives) instead of carrying copies in
+// its payload, so every method's delegates share one copy. Inputs are matched by position
+// because constants are named program-wide only after partitioning (lifted names).
+struct DelegateContext {
+  std::string method;  // the calling method
+  // Per delegate input, in payload order: a view of the program constant wired to it, or a
+  // view with null data when the input is bound or computed at run time.
+  std::vector<TensorView> constants;
+  // Per delegate input and per exported output: the index of the method input or output it
+  // is (a caller-owned buffer, which the caller's allocator may have registered), or -1.
+  std::vector<int32_t> method_inputs;
+  std::vector<int32_t> method_outputs;
+
+  // The constant wired to delegate input `index`, or null.
+  const TensorView* constant(size_t index) const {
+    return index < constants.size() && constants[index].data != nullptr ? &constants[index] : nullptr;
+  }
+};
+
 class BackendInterface {
  public:
   virtual ~BackendInterface() = default;
   virtual std::string_view id() const = 0;
   // Ok when usable on this machine; otherwise an error saying why (missing library, ...).
   virtual Status is_available() const = 0;
-  virtual Result<DelegateInstance> init(std::span<const uint8_t> payload,
-                                        const CompileSpecs& compile_specs) = 0;
+  virtual Result<DelegateInstance> init(std::span<const uint8_t> payload, const CompileSpecs& compile_specs,
+                                        const DelegateContext& context) = 0;
   // `inputs` in payload order; `outputs` in the order the backend reported at init.
   virtual Status execute(void* handle, std::span<const TensorView> inputs,
                          std::span<TensorView> outputs) = 0;

@@ -77,10 +77,6 @@ Status QnnCompileOptions::validate() {
                       "qnn: online_prepare cannot be combined with is_from_context_binary (a context "
                       "binary is already prepared)");
   }
-  if (is_from_context_binary && !embed_parameters) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "qnn: is_from_context_binary needs embed_parameters (a context binary holds its weights)");
-  }
   if (use_weight_sharing && htp_arch < 73) {
     return make_error(ErrorCode::kInvalidArgument,
                       "qnn: use_weight_sharing needs HTP v73 or newer; soc_model {} is v{}", soc_model,

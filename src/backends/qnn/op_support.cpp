@@ -2,11 +2,11 @@
 // - Activations and weights must be f32 or f16. The delegate compiles with fp16 precision, so
 //   f32 graph tensors run as fp16 on the HTP. bf16 has no HTP type, and Kestrel's block q8
 //   (an f16 scale per 32 int8 values) is not a QNN quantization encoding: both stay portable.
-// - Integer tensors appear only as index inputs (ids, positions, index_copy's index), i32 or
-//   i64, coming from outside the partition; the delegate narrows i64 to the i32 the HTP uses at
-//   the graph boundary. No delegated op produces an integer tensor: argmax (i64 output; QNN's
-//   Argmax yields 32-bit indices) stays portable, as does anything consuming or producing i64
-//   data other than as an index.
+// - Integer tensors appear only as index inputs (ids, positions, index_copy's index). QNN HTP
+//   has no 64-bit integers: the lowering takes i32 indices only, and the narrow_index_inputs
+//   edge transform, which runs before partitioning, casts the program's i64 token and position
+//   inputs to i32 for every node this table accepts, so accepting i64 here means "after that
+//   cast". No delegated op produces an integer tensor: argmax (i64 output) stays portable.
 // - Shapes are static (every dim > 0) and of rank <= kQnnMaxRank.
 #include "kestrel/backends/qnn/op_support.h"
 
@@ -20,32 +20,37 @@ namespace kestrel::qnn {
 namespace {
 
 constexpr std::array<QnnOpRule, 18> kRules{{
-    {"embedding", "Gather", "table f32/f16; ids i32/i64", "q8 and bf16 tables stay portable"},
-    {"rms_norm", "RmsNorm", "x, weight f32/f16", "bf16 weight stays portable"},
-    {"layer_norm", "LayerNorm", "x, weight, bias f32/f16", "bf16 weight stays portable"},
-    {"linear", "FullyConnected", "x f32/f16; weight f32/f16 [N, K]; bias f32/f16",
+    {"embedding", "Gather(axis 0) [+ Cast for an f16 table]", "table f32/f16; ids i32 (i64 cast by narrow_index_inputs)",
+     "q8 and bf16 tables stay portable"},
+    {"rms_norm", "RmsNorm(epsilon, axes [last])", "x f32; weight f32/f16", "bf16 weight stays portable"},
+    {"layer_norm", "LayerNorm(epsilon, axes [last])", "x f32; weight, bias f32/f16", "bf16 weight stays portable"},
+    {"linear", "Reshape + FullyConnected(keep_dims false) + Reshape", "x f32; weight f32/f16 [N, K]; bias f32",
      "q8 and bf16 weights stay portable"},
-    {"matmul", "MatMul", "a, b f32/f16", ""},
-    {"rope", "Gather + ElementWiseMultiply + ElementWiseAdd + Concat", "x f32/f16; positions i32/i64; cos, sin f32/f16",
-     "style half or interleaved; partial rotary (rotary_dim) stays portable"},
-    {"softmax", "Softmax", "x f32/f16", ""},
-    {"attention", "MatMul + ElementWiseMultiply + mask (ElementWiseLessEqual, ElementWiseSelect) + Softmax + MatMul",
-     "q, k, v f32/f16; positions i32/i64", "Hq must be a multiple of Hkv (grouped-query heads repeat); a sliding window stays portable"},
-    {"silu", "ElementWiseNeuron(Sigmoid) + ElementWiseMultiply", "x f32/f16", ""},
-    {"gelu", "Gelu (none) / Tanh-based decomposition (tanh)", "x f32/f16", ""},
-    {"mul", "ElementWiseMultiply", "a, b f32/f16", "suffix broadcast"},
-    {"add", "ElementWiseAdd", "a, b f32/f16", "suffix broadcast"},
-    {"index_copy", "ScatterNd", "dst, src f32/f16 (same dtype); index i32/i64",
+    {"matmul", "MatMul(transpose_in0 false, transpose_in1 false)", "a, b f32", ""},
+    {"rope",
+     "Gather(cos, sin) + StridedSlice (halves) or Reshape + StridedSlice (pairs) + ElementWiseMultiply + "
+     "ElementWiseSubtract + ElementWiseAdd + Concat",
+     "x f32; positions i32 (i64 cast); cos, sin f32/f16", "style half or interleaved; partial rotary (rotary_dim) stays portable"},
+    {"softmax", "Softmax(axis, beta 1)", "x f32", ""},
+    {"attention",
+     "ElementWiseMultiply(scale) + Reshape + MatMul(transpose_in1) + ElementWiseLessEqual(slots, positions) + "
+     "ElementWiseSelect + Softmax + MatMul + Reshape",
+     "q, k, v f32; positions i32 (i64 cast)", "Hq a multiple of Hkv; sliding window stays portable"},
+    {"silu", "Sigmoid + ElementWiseMultiply", "x f32", ""},
+    {"gelu", "Gelu (none); ElementWiseMultiply/Add + Tanh (tanh)", "x f32", ""},
+    {"mul", "ElementWiseMultiply", "a, b f32", "suffix broadcast"},
+    {"add", "ElementWiseAdd", "a, b f32", "suffix broadcast"},
+    {"index_copy", "Reshape + ElementWiseAdd + Concat (indices) + ScatterNd(reduction none)",
+     "dst, src f32 (same dtype); index i32 (i64 cast)",
      "writes a new output tensor; keep it portable with skip_node_op_set={index_copy} to update a cache in place"},
     {"reshape", "Reshape", "f32/f16", "integer reshapes stay portable"},
-    {"transpose", "Transpose", "f32/f16", ""},
-    {"slice", "StridedSlice", "f32/f16", ""},
-    {"cast", "Cast", "f32 <-> f16", "bf16 casts stay portable"},
-    {"argmax", "", "", "never delegated: i64 output (QNN Argmax yields 32-bit indices)"},
+    {"transpose", "Transpose(perm)", "f32/f16", ""},
+    {"slice", "StridedSlice(ranges)", "f32/f16", ""},
+    {"cast", "Cast", "f32 <-> f16", "bf16 and integer casts stay portable"},
+    {"argmax", "", "", "never delegated: i64 output"},
 }};
 
 bool is_htp_float(DType d) { return d == DType::kF32 || d == DType::kF16; }
-bool is_index(DType d) { return d == DType::kI32 || d == DType::kI64; }
 
 // Which inputs of an op are integer indices.
 bool is_index_input(const std::string& op, size_t input) {
@@ -97,10 +102,33 @@ const QnnOpRule* find_qnn_op_rule(std::string_view op) {
   return it == kRules.end() ? nullptr : &*it;
 }
 
+bool is_qnn_index_input(const std::string& op, size_t input) { return is_index_input(op, input); }
+
+namespace {
+
+// Weights (parameters and constants) may be f16; activations are f32 (the stand-in and the
+// portable semantics the lowering follows compute in f32; the HTP runs them in fp16).
+bool is_weight(const exporter::Value& v) {
+  return v.input_kind == exporter::InputKind::kParameter || v.input_kind == exporter::InputKind::kConstant;
+}
+
+int64_t int_attr_or(const exporter::Node& node, const std::string& name, int64_t fallback) {
+  auto it = node.attrs.find(name);
+  if (it == node.attrs.end()) return fallback;
+  const auto* v = std::get_if<int64_t>(&it->second);
+  return v ? *v : INT64_MIN;
+}
+
+}  // namespace
+
 Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) {
   const QnnOpRule* rule = find_qnn_op_rule(node.op);
   if (rule == nullptr) return unsupported(node, "op is not in the QNN HTP op table");
   if (rule->qnn_ops.empty()) return unsupported(node, std::string(rule->notes));
+  if (node.op == "cast" && !node.inputs.empty() && node.inputs[0] >= 0 &&
+      node.inputs[0] < static_cast<exporter::ValueId>(graph.values().size()) &&
+      graph.value(node.inputs[0]).dtype == DType::kI64)
+    return unsupported(node, "QNN HTP has no 64-bit integers: this i64 -> i32 cast runs on the CPU");
   if (node.inputs.size() < expected_inputs_min(node.op)) {
     return unsupported(node, fmt::format("expected at least {} inputs, got {}",
                                          expected_inputs_min(node.op), node.inputs.size()));
@@ -112,13 +140,17 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     const exporter::Value& v = graph.value(id);
     KESTREL_RETURN_IF_ERROR(check_value(node, v, "input"));
     if (is_index_input(node.op, i)) {
-      if (!is_index(v.dtype)) {
-        return unsupported(node, fmt::format("index input '{}' is {}, expected i32 or i64", v.name,
-                                             dtype_name(v.dtype)));
+      if (v.dtype != DType::kI32 && v.dtype != DType::kI64) {
+        return unsupported(node, fmt::format("index input '{}' is {}, expected i32 or i64 (cast to i32 by the "
+                                             "narrow_index_inputs edge transform)",
+                                             v.name, dtype_name(v.dtype)));
       }
     } else if (!is_htp_float(v.dtype)) {
       return unsupported(node, fmt::format("input '{}' is {} (HTP takes f32/f16 here)", v.name,
                                            dtype_name(v.dtype)));
+    } else if (v.dtype == DType::kF16 && !is_weight(v) && node.op != "cast" && node.op != "reshape" &&
+               node.op != "transpose" && node.op != "slice") {
+      return unsupported(node, fmt::format("activation '{}' is f16 (the lowering computes f32 activations)", v.name));
     }
   }
   for (exporter::ValueId id : node.outputs) {
@@ -129,6 +161,10 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
       return unsupported(node, fmt::format("output '{}' is {} (HTP outputs f32/f16 here)", v.name,
                                            dtype_name(v.dtype)));
     }
+    if (v.dtype == DType::kF16 && node.op != "cast" && node.op != "reshape" && node.op != "transpose" &&
+        node.op != "slice") {
+      return unsupported(node, fmt::format("output '{}' is f16 (the lowering computes f32 activations)", v.name));
+    }
   }
 
   auto in = [&](size_t i) -> const exporter::Value& { return graph.value(node.inputs[i]); };
@@ -136,12 +172,10 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     const std::string* style = string_attr(node, "style");
     const std::string s = style ? *style : "half";
     if (s != "half" && s != "interleaved") return unsupported(node, fmt::format("rope style '{}'", s));
-    // Partial rotary (rotary_dim < head_dim) is not in the QNN lowering: keep it portable.
-    if (auto it = node.attrs.find("rotary_dim"); it != node.attrs.end()) {
-      const auto* dims = std::get_if<int64_t>(&it->second);
-      if (dims == nullptr || in(0).shape.size() != 4 || *dims != in(0).shape[3])
-        return unsupported(node, "partial rotary (rotary_dim)");
-    }
+    // Partial rotary is not lowered: keep it portable.
+    const auto& x = in(0);
+    if (x.shape.size() != 4 || x.shape[3] % 2 != 0) return unsupported(node, "x must be [B, H, T, Dh] with an even Dh");
+    if (int_attr_or(node, "rotary_dim", x.shape[3]) != x.shape[3]) return unsupported(node, "partial rotary (rotary_dim)");
   } else if (node.op == "gelu") {
     const std::string* approximate = string_attr(node, "approximate");
     if (approximate && *approximate != "none" && *approximate != "tanh") {
@@ -156,11 +190,8 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
       return unsupported(node, fmt::format("Hq {} is not a multiple of Hkv {}", q.shape[1], k.shape[1]));
     }
-    // The sliding-window mask is not in the QNN lowering: keep windowed attention portable.
-    if (auto it = node.attrs.find("window"); it != node.attrs.end()) {
-      const auto* window = std::get_if<int64_t>(&it->second);
-      if (window == nullptr || *window != 0) return unsupported(node, "sliding window");
-    }
+    // The sliding-window mask is not lowered: keep windowed attention portable.
+    if (int_attr_or(node, "window", 0) != 0) return unsupported(node, "sliding window");
   } else if (node.op == "index_copy") {
     if (in(0).dtype != in(2).dtype) {
       return unsupported(node, fmt::format("dst is {} but src is {}", dtype_name(in(0).dtype),
@@ -171,6 +202,9 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     if (dtype == nullptr || (*dtype != "f32" && *dtype != "f16")) {
       return unsupported(node, "cast target must be f32 or f16");
     }
+  }
+  if (node.op == "linear" && node.inputs.size() > 2 && in(2).dtype != DType::kF32) {
+    return unsupported(node, fmt::format("bias '{}' is {} (f32 expected)", in(2).name, dtype_name(in(2).dtype)));
   }
   return ok_status();
 }

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <deque>
+
+#include "backends/qnn/edge_transforms.h"
+#include "backends/qnn/lowering/lowering.h"
 #include "kestrel/backends/qnn/compile_spec.h"
 #include "kestrel/backends/qnn/op_support.h"
 #include "kestrel/backends/qnn/payload.h"
@@ -85,9 +89,9 @@ std::vector<OptionSpec> make_specs() {
   specs.push_back(spec_bool("dump_intermediate_outputs", false, "dump every intermediate tensor (debugging)"));
   specs.push_back(spec_bool("is_from_context_binary", false, "the delegate is a prebuilt QNN context binary"));
   specs.push_back(spec_bool("use_mha2sha", false, "rewrite multi-head attention into single-head attentions"));
-  specs.push_back(spec_bool("embed_parameters", true,
-                            "store weights in each delegate payload (false: read them from the program's "
-                            "shared constants at run time)"));
+  specs.push_back(spec_bool("embed_parameters", false,
+                            "copy weights into each delegate payload (default: payloads reference the program's "
+                            "shared constants, one copy for every method)"));
   return specs;
 }
 
@@ -102,6 +106,20 @@ bool QnnBackendExporter::supports(const exporter::Graph& graph, const exporter::
   return check_qnn_node(graph, node).ok();
 }
 
+std::string QnnBackendExporter::unsupported_reason(const exporter::Graph& graph, const exporter::Node& node) const {
+  Status status = check_qnn_node(graph, node);
+  if (status.ok()) return {};
+  // "qnn: node 12 (linear) stays portable: <why>" -> "<why>"
+  const std::string& message = status.error().message();
+  const size_t cut = message.find("stays portable: ");
+  return cut == std::string::npos ? message : message.substr(cut + 16);
+}
+
+std::vector<std::shared_ptr<exporter::Pass>> QnnBackendExporter::edge_transforms(
+    const exporter::PartitionerOptions& options) const {
+  return {make_narrow_index_inputs_pass(options)};
+}
+
 Result<std::map<std::string, std::vector<uint8_t>>> QnnBackendExporter::build_compile_specs(
     const exporter::OptionMap& compile_spec_options) const {
   KESTREL_ASSIGN_OR_RETURN(QnnCompileSpecBuilder builder, QnnCompileSpecBuilder::from_options(compile_spec_options));
@@ -113,11 +131,30 @@ Result<std::vector<uint8_t>> QnnBackendExporter::preprocess(
   // The specs must be ours (and valid) before they are baked into the payload.
   auto parsed = parse_qnn_compile_specs(compile_specs);
   if (!parsed.ok()) return parsed.error().with_context("qnn preprocess");
+  if (parsed->is_from_context_binary)
+    return make_error(ErrorCode::kUnsupported,
+                      "qnn preprocess: is_from_context_binary: Kestrel writes op-graph payloads, not QNN context "
+                      "binaries");
   for (const auto& node : subgraph.nodes()) {
     Status supported = check_qnn_node(subgraph, node);
     if (!supported.ok()) return supported.error().with_context("qnn preprocess");
   }
-  return serialize_qnn_payload(subgraph, compile_specs);
+  KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_qnn_payload(subgraph, compile_specs));
+  // Lower it once here, so anything QNN cannot express fails the export rather than the load.
+  auto payload = parse_qnn_payload(bytes);
+  if (!payload.ok()) return payload.error().with_context("qnn preprocess");
+  std::deque<std::vector<uint8_t>> produced;  // weights produced for this check (export streams them later)
+  auto subgraph_bytes = [&](const QnnPayloadValue& value) -> Result<std::span<const uint8_t>> {
+    if (value.embedded) return payload->data_of(value);
+    const exporter::Value& v = subgraph.value(value.id);
+    if (!v.data) return make_error(ErrorCode::kInvalidArgument, "qnn preprocess: '{}' has no data", v.name);
+    if (v.data->is_held()) return v.data->held_bytes();
+    KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, v.data->read_all());
+    return std::span<const uint8_t>(produced.emplace_back(std::move(bytes)));
+  };
+  auto plan = lower_to_qnn(*payload, subgraph_bytes);
+  if (!plan.ok()) return plan.error().with_context("qnn preprocess");
+  return bytes;
 }
 
 std::shared_ptr<const exporter::BackendExporter> make_qnn_backend_exporter() {

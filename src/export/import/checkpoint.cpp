@@ -53,6 +53,8 @@ const std::vector<uint8_t>& Checkpoint::tokenizer_bytes() const { return impl_->
 
 std::string Checkpoint::source() const { return impl_->source; }
 
+const ChatConfig& Checkpoint::chat() const { return impl_->chat; }
+
 std::string layer_tensor_name(const ModelConfig& config, int64_t layer, std::string_view suffix) {
   const Architecture* architecture = find_architecture(config.architecture);
   const TensorNames names = architecture != nullptr ? architecture->names : TensorNames{};

@@ -59,6 +59,7 @@ struct Checkpoint::Impl {
   std::shared_ptr<const import::MappingSet> mappings;
   TokenizerFormat tokenizer_format = TokenizerFormat::kNone;
   std::vector<uint8_t> tokenizer_bytes;
+  ChatConfig chat;
 };
 
 }  // namespace kestrel::exporter

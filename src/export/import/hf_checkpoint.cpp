@@ -124,6 +124,12 @@ Result<Checkpoint> load_hf_checkpoint(const std::string& dir_string, const Check
     impl->tokenizer_format = TokenizerFormat::kHfJson;
   }
 
+  if (impl->tokenizer_format == TokenizerFormat::kHfJson) {
+    auto chat = read_chat_config(dir_string, impl->tokenizer_bytes, impl->config.eos_ids, impl->config.vocab_size);
+    if (!chat.ok()) return context(chat.error());
+    impl->chat = std::move(chat).value();
+  }
+
   Status weights;
   if (fs::exists(dir / "model.safetensors", ec)) {
     weights = add_safetensors_file(*impl, *mappings, dir, "model.safetensors", nullptr);

@@ -40,10 +40,10 @@ struct QnnCompileOptions {
   bool dump_intermediate_outputs = false;
   bool is_from_context_binary = false;
   bool use_mha2sha = false;
-  // Weights and constant tables travel inside each payload (what QNN needs to build static
-  // tensors at init). False: they are references the delegate reads from its inputs, which
-  // point into the program's shared constant segment (smaller file, graph built at first run).
-  bool embed_parameters = true;
+  // False (default): payloads reference weights and constant tables, which the delegate reads
+  // at init from the program's shared, mapped constant segment (one copy for every method).
+  // True: each payload carries its own copy.
+  bool embed_parameters = false;
 
   // Derived from soc_model by validate(); written to the specs for the delegate's convenience.
   int htp_arch = 0;

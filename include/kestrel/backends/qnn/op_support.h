@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "kestrel/core/result.h"
@@ -22,8 +23,12 @@ std::span<const QnnOpRule> qnn_op_table();
 const QnnOpRule* find_qnn_op_rule(std::string_view op);
 
 // Ok when the node can run on QNN HTP; otherwise an error (kUnsupported) saying why, naming
-// the node and the offending input or attribute.
+// the node and the offending input or attribute. An i64 index input counts as supported: the
+// narrow_index_inputs edge transform casts it to i32 before partitioning (the lowering itself
+// takes i32 only).
 Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node);
+// Whether input `input` of a Kestrel op is an integer index (ids, positions, index).
+bool is_qnn_index_input(const std::string& op, size_t input);
 
 // Largest tensor rank the HTP lowering accepts.
 inline constexpr int kQnnMaxRank = 5;

@@ -32,9 +32,14 @@ class QnnBackendExporter final : public exporter::BackendExporter {
   const exporter::OptionTable& options() const override { return qnn_option_table(); }
   // Consults the op-support table (op_support.h).
   bool supports(const exporter::Graph& graph, const exporter::Node& node) const override;
+  std::string unsupported_reason(const exporter::Graph& graph, const exporter::Node& node) const override;
+  // narrow_index_inputs (i64 token and position inputs cast to i32 for the nodes QNN takes).
+  std::vector<std::shared_ptr<exporter::Pass>> edge_transforms(
+      const exporter::PartitionerOptions& options) const override;
   Result<std::map<std::string, std::vector<uint8_t>>> build_compile_specs(
       const exporter::OptionMap& compile_spec_options) const override;
-  // Serializes the subgraph (payload.h) together with the compile specs.
+  // Serializes the subgraph (payload.h) together with the compile specs, and lowers it to a QNN
+  // op graph once to refuse what QNN cannot express.
   Result<std::vector<uint8_t>> preprocess(
       const exporter::Graph& subgraph,
       const std::map<std::string, std::vector<uint8_t>>& compile_specs) const override;
