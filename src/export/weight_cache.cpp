@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,10 @@ namespace kestrel::exporter {
 
 namespace {
 
-// True when `bytes` lie inside one read-only private file mapping of this process (a line
-// "start-end perms offset dev inode path" of /proc/self/maps with perms "r-?p" and an inode).
-bool in_read_only_file_mapping(std::span<const uint8_t> bytes) {
+// The read-only private file mapping of this process that holds all of `bytes`, as [low, high)
+// addresses (a line "low-high perms offset dev inode path" of /proc/self/maps with perms "r-?p"
+// and an inode); nullopt when there is none.
+std::optional<std::pair<uintptr_t, uintptr_t>> read_only_file_mapping(std::span<const uint8_t> bytes) {
   const auto begin = reinterpret_cast<uintptr_t>(bytes.data());
   const uintptr_t end = begin + bytes.size();
   std::ifstream maps("/proc/self/maps");
@@ -30,20 +32,26 @@ bool in_read_only_file_mapping(std::span<const uint8_t> bytes) {
     char perms[5] = {};
     if (std::sscanf(line.c_str(), "%lx-%lx %4s %lx %x:%x %lu", &low, &high, perms, &offset, &major, &minor, &inode) != 7)
       continue;
-    if (begin >= low && end <= high) return inode != 0 && perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p';
+    if (begin < low || end > high) continue;
+    if (inode == 0 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p') return std::nullopt;
+    return std::pair<uintptr_t, uintptr_t>(low, high);
   }
-  return false;
+  return std::nullopt;
 }
 
 // Unmaps the pages behind a chunk once it is written, so reading a checkpoint does not leave it
-// resident. Only for a read-only file mapping: there MADV_DONTNEED only drops page table entries
-// (a later read faults the same bytes in from the page cache or the file); on other memory it
-// would discard data.
-void release_pages(std::span<const uint8_t> bytes) {
+// resident. Only inside a read-only file mapping: there MADV_DONTNEED only drops page table
+// entries (a later read faults the same bytes in from the page cache or the file); on other
+// memory it would discard data. The range reaches a margin past both ends: a page fault maps
+// neighbouring cached pages too ("fault-around", 64 KiB by default), which would otherwise stay
+// mapped after their own chunk was released.
+void release_pages(std::span<const uint8_t> bytes, std::pair<uintptr_t, uintptr_t> mapping) {
   static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  constexpr uintptr_t kMargin = uintptr_t{256} << 10;
   if (bytes.empty()) return;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(bytes.data()) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size() + page - 1) / page * page;
+  const auto data = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t begin = std::max(mapping.first, data / page * page - std::min(data / page * page, kMargin));
+  const uintptr_t end = std::min(mapping.second, (data + bytes.size() + page - 1) / page * page + kMargin);
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure changes nothing
 }
 
@@ -54,7 +62,8 @@ struct TensorRecipe {
   DType target = DType::kF32;
   bool plus_one = false;
   size_t chunk_bytes = 0;
-  bool release_source = false;  // the source is a read-only file mapping: drop its pages once read
+  // The read-only file mapping that holds the source, whose pages are dropped once read.
+  std::optional<std::pair<uintptr_t, uintptr_t>> mapping;
 };
 
 // Buffers kept across the chunks of one tensor: allocating them per chunk would fault fresh pages
@@ -103,7 +112,7 @@ Status produce(const TensorRecipe& recipe, const program::ByteSink& sink) {
     chunk.bytes = source.bytes.subspan(static_cast<size_t>(begin) * row_bytes, static_cast<size_t>(count) * row_bytes);
     if (!chunk.shape.empty()) chunk.shape[0] = count;
     const Status status = convert_chunk(recipe, chunk, scratch, sink);
-    if (recipe.release_source) release_pages(chunk.bytes);
+    if (recipe.mapping) release_pages(chunk.bytes, *recipe.mapping);
     if (!status.ok()) return status.error().with_context(fmt::format("converting '{}'", source.name));
   }
   return ok_status();
@@ -135,7 +144,7 @@ Result<std::shared_ptr<const ConstantData>> WeightCache::recipe(const Checkpoint
   auto bytes = dtype_storage_bytes(dtype, numel, tensor.shape.empty() ? 1 : tensor.shape.back());
   if (!bytes.ok()) return bytes.error().with_context(fmt::format("converting '{}'", name));
   auto recipe = std::make_shared<const TensorRecipe>(TensorRecipe{tensor, checkpoint_.keepalive(), dtype, plus_one,
-                                                                   chunk_bytes_, in_read_only_file_mapping(tensor.bytes)});
+                                                                   chunk_bytes_, read_only_file_mapping(tensor.bytes)});
   return ConstantData::produced(static_cast<uint64_t>(*bytes),
                                 [recipe](const program::ByteSink& sink) { return produce(*recipe, sink); });
 }
