@@ -14,6 +14,7 @@ packages=(
   # The fuzz targets (scripts/fuzz.sh): clang with its libFuzzer and sanitizer runtimes, and
   # llvm-symbolizer for readable crash reports.
   clang libclang-rt-14-dev llvm-14
+  libxxhash-dev time
 )
 
 missing=()

@@ -1,16 +1,20 @@
 // kestrel export CHECKPOINT -o PROGRAM: HF directory or llama2.c .bin -> hf_static v1 program.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kestrel/api/backend_catalog.h"
 #include "kestrel/api/export.h"
+#include "kestrel/api/export_inputs.h"
 #include "kestrel/core/error_helpers.h"
 #include "tools/cli_checks.h"
 #include "tools/commands.h"
 #include "tools/json_file.h"
+#include "tools/write_progress.h"
 
 namespace kestrel::tools {
 
@@ -32,6 +36,7 @@ struct ExportArgs {
   bool list_options = false;
   bool show_nodes = false;
   bool quiet = false;
+  bool progress = false;
 };
 
 Result<exporter::OptionMap> gather_options(const exporter::OptionTable& table, const ExportArgs& args) {
@@ -78,6 +83,7 @@ Status run_export(const ExportArgs& args) {
   }
   if (args.checkpoint.empty() || args.output.empty())
     return make_error(ErrorCode::kInvalidArgument, "export needs CHECKPOINT and -o PROGRAM");
+  KESTREL_RETURN_IF_ERROR(api::refuse_overwriting_inputs(args.output, {args.options_file}));
 
   request.checkpoint = args.checkpoint;
   request.output = args.output;
@@ -86,6 +92,8 @@ Status run_export(const ExportArgs& args) {
   request.logits = args.logits;
   request.tokenizer = args.tokenizer;
   request.progress = progress;
+  const bool terminal = ::isatty(STDERR_FILENO) != 0;
+  if (!args.quiet && (terminal || args.progress)) request.write_progress = WriteProgress(args.output, terminal);
   auto dtype = api::parse_weight_dtype(args.dtype);
   if (!dtype.ok()) return dtype.error().with_context("--dtype");
   request.dtype = *dtype;
@@ -158,6 +166,8 @@ void add_export_command(CLI::App& app) {
                       "Tokenizer file: llama2.c tokenizer.bin (needed for .bin checkpoints), or a tokenizer.json "
                       "replacing the checkpoint's");
   command->add_flag("-q,--quiet", args.quiet, "No progress or summary");
+  command->add_flag("--progress", args.progress,
+                    "Report the write's progress even when stderr is not a terminal (a line per tenth)");
   command->callback([] {
     auto status = run_export(args);
     if (!status.ok()) {

@@ -44,6 +44,7 @@ struct RunArgs {
   bool stats = false;
   bool json = false;
   bool no_bos = false;
+  bool no_verify = false;
   std::string allocator = "heap";
   std::vector<std::string> backend_options;
   std::string kernels = "optimized";
@@ -224,6 +225,7 @@ Status run_generate(const RunArgs& args) {
   KESTREL_ASSIGN_OR_RETURN(options.kernels, api::kernel_registry_for(args.kernels, args.threads));
   KESTREL_ASSIGN_OR_RETURN(options.backends, api::runtime_backends(args.backend_options));
   options.allocator = args.allocator;
+  options.load.verify_checksums = !args.no_verify;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
 
   api::GenerationSettings settings = args.generation;
@@ -332,6 +334,8 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--json", args.json, "Print one JSON object with text, token ids, stop reason and stats");
   command->add_flag("--no-bos", args.no_bos, "Do not prepend the beginning-of-sequence token");
   command->add_flag("--ignore-eos", args.generation.ignore_eos, "Keep generating past end-of-sequence tokens");
+  command->add_flag("--no-verify", args.no_verify,
+                    "Skip the program's checksums at load (the structure is still verified)");
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();
   command->add_option("--backend-option", args.backend_options,

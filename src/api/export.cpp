@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kestrel/api/export_inputs.h"
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/checkpoint.h"
 #include "kestrel/program/writer.h"
@@ -23,6 +24,7 @@ Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {
     return make_error(ErrorCode::kInvalidArgument, "export needs a checkpoint and an output program path");
   if (!request.backend && !request.backend_options.empty())
     return make_error(ErrorCode::kInvalidArgument, "backend options need a backend");
+  KESTREL_RETURN_IF_ERROR(refuse_overwriting_inputs(request.output, {request.checkpoint, request.tokenizer}));
 
   exporter::ExportOptions options;
   options.prefill_step = request.prefill_step;
@@ -48,7 +50,9 @@ Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {
   exporter::ExportReport report;
   KESTREL_ASSIGN_OR_RETURN(auto program, exporter::export_program(checkpoint, options, &report));
   progress(fmt::format("writing {}", request.output));
-  KESTREL_RETURN_IF_ERROR(program::write_program(program, request.output));
+  program::WriteOptions write_options;
+  write_options.progress = request.write_progress;
+  KESTREL_RETURN_IF_ERROR(program::write_program(program, request.output, write_options));
   return report;
 }
 

@@ -12,12 +12,19 @@ namespace kestrel::exporter {
 
 namespace {
 
-bool same_bytes(const ConstantData* a, const ConstantData* b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->bytes.size() != b->bytes.size()) return false;
-  if (a->bytes.data() == b->bytes.data() || a->bytes.empty()) return true;
-  return std::memcmp(a->bytes.data(), b->bytes.data(), a->bytes.size()) == 0;
+// Compared without producing the bytes when possible: the same object (the methods of one export
+// share each weight's), or two held buffers compared in place. Produced bytes are read only for
+// two different objects under one name.
+Result<bool> same_bytes(const ConstantData& a, const ConstantData& b) {
+  if (&a == &b) return true;
+  if (a.size() != b.size()) return false;
+  if (a.is_held() && b.is_held()) {
+    const auto x = a.held_bytes(), y = b.held_bytes();
+    return x.data() == y.data() || x.empty() || std::memcmp(x.data(), y.data(), x.size()) == 0;
+  }
+  KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> x, a.read_all());
+  KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> y, b.read_all());
+  return x == y;
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -52,9 +59,9 @@ Result<std::string> ConstantTable::add_parameter(const std::string& name, DType 
   for (int64_t d : shape) numel *= d;
   auto bytes = dtype_storage_bytes(dtype, numel, shape.empty() ? 1 : shape.back());
   if (!bytes.ok()) return bytes.error().with_context(fmt::format("constant '{}'", name));
-  if (*bytes != data->bytes.size())
+  if (*bytes != data->size())
     return make_error(ErrorCode::kInvalidArgument, "constant '{}' holds {} bytes but {} {} needs {}", name,
-                      data->bytes.size(), dtype_name(dtype), shape_string(shape), *bytes);
+                      data->size(), dtype_name(dtype), shape_string(shape), *bytes);
   if (auto it = index_.find(name); it != index_.end()) {
     const ConstantEntry& existing = entries_[it->second];
     if (existing.dtype != dtype || existing.shape != shape)
@@ -62,7 +69,9 @@ Result<std::string> ConstantTable::add_parameter(const std::string& name, DType 
                         "constant '{}' is already in the program as {} {}, now given as {} {}", name,
                         dtype_name(existing.dtype), shape_string(existing.shape), dtype_name(dtype),
                         shape_string(shape));
-    if (!same_bytes(existing.data.get(), data.get()))
+    auto same = same_bytes(*existing.data, *data);
+    if (!same.ok()) return same.error().with_context(fmt::format("comparing constant '{}'", name));
+    if (!*same)
       return make_error(ErrorCode::kInvalidArgument,
                         "constant '{}' is already in the program with different bytes", name);
     return name;

@@ -6,86 +6,8 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/architecture.h"
 #include "kestrel/export/rope_tables.h"
-#include "kestrel/kernels/quantize.h"
 
 namespace kestrel::exporter {
-
-Result<std::shared_ptr<const ConstantData>> WeightCache::convert(const CheckpointTensor& tensor, DType dtype) {
-  const std::string& name = tensor.name;
-  if (tensor.dtype == dtype) {
-    auto view = std::make_shared<ConstantData>();
-    view->bytes = tensor.bytes;
-    view->keepalive = checkpoint_.keepalive();
-    return std::shared_ptr<const ConstantData>(std::move(view));
-  }
-  if (dtype == DType::kQ8) {
-    // q8 matrices: widened to f32, then quantized row by row ([rows, cols] = shape).
-    if (tensor.shape.size() != 2)
-      return make_error(ErrorCode::kInvalidArgument, "converting '{}': q8 needs a matrix, the tensor has rank {}",
-                        name, tensor.shape.size());
-    const int64_t rows = tensor.shape[0], cols = tensor.shape[1];
-    if (cols % kQ8BlockSize != 0)
-      return make_error(ErrorCode::kInvalidArgument,
-                        "converting '{}' to q8: {} columns are not a multiple of the q8 block size {}", name, cols,
-                        kQ8BlockSize);
-    auto widened = convert_tensor(tensor, DType::kF32);
-    if (!widened.ok()) return widened.error().with_context(fmt::format("converting '{}'", name));
-    std::vector<float> values(widened->size() / sizeof(float));
-    std::memcpy(values.data(), widened->data(), widened->size());
-    std::vector<uint8_t> quantized(static_cast<size_t>(rows) * kernels::q8_row_bytes(cols));
-    const Status status = kernels::quantize_q8(values.data(), rows, cols, quantized.data());
-    if (!status.ok()) return status.error().with_context(fmt::format("converting '{}' to q8", name));
-    return ConstantData::owned(std::move(quantized));
-  }
-  auto converted = convert_tensor(tensor, dtype);
-  if (!converted.ok()) return converted.error().with_context(fmt::format("converting '{}'", name));
-  return ConstantData::owned(std::move(converted).value());
-}
-
-Result<std::shared_ptr<const ConstantData>> WeightCache::get(const std::string& name, DType dtype) {
-  const Key key{name, 0, -1, dtype, false};
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  KESTREL_ASSIGN_OR_RETURN(CheckpointTensor tensor, checkpoint_.tensor(name));
-  KESTREL_ASSIGN_OR_RETURN(auto data, convert(tensor, dtype));
-  cache_.emplace(key, data);
-  return data;
-}
-
-Result<std::shared_ptr<const ConstantData>> WeightCache::get_rows(const std::string& name, int64_t begin,
-                                                                  int64_t count, DType dtype) {
-  const Key key{name, begin, count, dtype, false};
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  KESTREL_ASSIGN_OR_RETURN(CheckpointTensor tensor, checkpoint_.tensor(name));
-  if (tensor.shape.empty() || begin < 0 || count < 0 || begin + count > tensor.shape[0])
-    return make_error(ErrorCode::kInvalidArgument, "tensor '{}': rows [{}, {}) are outside its first dimension",
-                      name, begin, begin + count);
-  const size_t row_bytes = tensor.bytes.size() / static_cast<size_t>(tensor.shape[0]);
-  tensor.bytes = tensor.bytes.subspan(static_cast<size_t>(begin) * row_bytes, static_cast<size_t>(count) * row_bytes);
-  tensor.shape[0] = count;
-  tensor.name = fmt::format("{}[{}:{}]", name, begin, begin + count);
-  KESTREL_ASSIGN_OR_RETURN(auto data, convert(tensor, dtype));
-  cache_.emplace(key, data);
-  return data;
-}
-
-Result<std::shared_ptr<const ConstantData>> WeightCache::get_norm(const std::string& name, bool plus_one) {
-  if (!plus_one) return get(name, DType::kF32);
-  const Key key{name, 0, -1, DType::kF32, true};
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  KESTREL_ASSIGN_OR_RETURN(CheckpointTensor tensor, checkpoint_.tensor(name));
-  auto widened = convert_tensor(tensor, DType::kF32);
-  if (!widened.ok()) return widened.error().with_context(fmt::format("converting '{}'", name));
-  std::vector<uint8_t> bytes = std::move(widened).value();
-  for (size_t i = 0; i + sizeof(float) <= bytes.size(); i += sizeof(float)) {
-    float w;
-    std::memcpy(&w, bytes.data() + i, sizeof(w));
-    w = 1.0f + w;  // transformers computes (1.0 + weight.float()) in f32
-    std::memcpy(bytes.data() + i, &w, sizeof(w));
-  }
-  auto data = ConstantData::owned(std::move(bytes));
-  cache_.emplace(key, data);
-  return data;
-}
 
 namespace {
 

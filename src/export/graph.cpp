@@ -10,10 +10,43 @@ namespace kestrel::exporter {
 
 std::shared_ptr<const ConstantData> ConstantData::owned(std::vector<uint8_t> data) {
   auto storage = std::make_shared<const std::vector<uint8_t>>(std::move(data));
-  auto constant = std::make_shared<ConstantData>();
-  constant->bytes = std::span<const uint8_t>(storage->data(), storage->size());
-  constant->keepalive = storage;
+  const std::span<const uint8_t> bytes(storage->data(), storage->size());
+  return view(bytes, std::move(storage));
+}
+
+std::shared_ptr<const ConstantData> ConstantData::view(std::span<const uint8_t> bytes,
+                                                       std::shared_ptr<const void> keepalive) {
+  std::shared_ptr<ConstantData> constant(new ConstantData());
+  constant->size_ = bytes.size();
+  constant->held_ = bytes;
+  constant->keepalive_ = std::move(keepalive);
   return constant;
+}
+
+std::shared_ptr<const ConstantData> ConstantData::produced(uint64_t size, Producer producer) {
+  std::shared_ptr<ConstantData> constant(new ConstantData());
+  constant->size_ = size;
+  constant->producer_ = std::move(producer);
+  return constant;
+}
+
+Status ConstantData::write_to(const program::ByteSink& sink) const {
+  if (producer_) return producer_(sink);
+  return held_.empty() ? ok_status() : sink(held_);
+}
+
+Result<std::vector<uint8_t>> ConstantData::read_all() const {
+  if (!producer_) return std::vector<uint8_t>(held_.begin(), held_.end());
+  std::vector<uint8_t> bytes;
+  bytes.reserve(size_);
+  KESTREL_RETURN_IF_ERROR(producer_([&](std::span<const uint8_t> chunk) {
+    bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+    return ok_status();
+  }));
+  if (bytes.size() != size_)
+    return make_error(ErrorCode::kInternal, "a constant's producer gave {} bytes of the {} it declared", bytes.size(),
+                      size_);
+  return bytes;
 }
 
 int64_t Value::numel() const {
@@ -127,11 +160,11 @@ Status Graph::validate() const {
                                        value.shape.empty() ? 1 : value.shape.back());
       if (!bytes.ok())
         return bytes.error().with_context(fmt::format("graph input {} ('{}')", id, value.name));
-      if (*bytes != value.data->bytes.size())
+      if (*bytes != value.data->size())
         return make_error(ErrorCode::kInvalidArgument,
                           "graph input {} ('{}') holds {} bytes of data but its dtype {} and shape "
                           "need {}",
-                          id, value.name, value.data->bytes.size(), dtype_name(value.dtype), *bytes);
+                          id, value.name, value.data->size(), dtype_name(value.dtype), *bytes);
     }
     defined[id] = true;
   }

@@ -1,6 +1,7 @@
 #include "kestrel/export/program_emitter.h"
 
-#include <cstring>
+#include <memory>
+#include <span>
 
 #include "kestrel/core/error_helpers.h"
 
@@ -8,22 +9,64 @@ namespace kestrel::exporter {
 
 using program::ValueKind;
 
+namespace {
+
+uint64_t align_up(uint64_t value) {
+  return (value + program::kSegmentAlignment - 1) / program::kSegmentAlignment * program::kSegmentAlignment;
+}
+
+// The constants' segment: every entry at its 64-byte aligned offset, zeros between them. Entries
+// are produced one at a time while the writer streams the segment, so only one converted tensor
+// (or a chunk of one) is in memory at a time.
+class ConstantSegment final : public program::ByteSource {
+ public:
+  struct Piece {
+    std::string name;
+    uint64_t offset = 0;
+    std::shared_ptr<const ConstantData> data;
+  };
+  ConstantSegment(std::vector<Piece> pieces, uint64_t size) : pieces_(std::move(pieces)), size_(size) {}
+
+  uint64_t size() const override { return size_; }
+
+  Status write_to(const program::ByteSink& sink) const override {
+    static constexpr uint8_t kZeros[program::kSegmentAlignment] = {};
+    uint64_t cursor = 0;
+    for (const Piece& piece : pieces_) {
+      if (piece.offset > cursor) KESTREL_RETURN_IF_ERROR(sink({kZeros, static_cast<size_t>(piece.offset - cursor)}));
+      uint64_t produced = 0;
+      auto status = piece.data->write_to([&](std::span<const uint8_t> chunk) {
+        produced += chunk.size();
+        return sink(chunk);
+      });
+      if (status.ok() && produced != piece.data->size())
+        status = make_error(ErrorCode::kInternal, "produced {} bytes of the {} it declared", produced,
+                            piece.data->size());
+      if (!status.ok()) return status.error().with_context(fmt::format("constant '{}'", piece.name));
+      cursor = piece.offset + produced;
+    }
+    return ok_status();
+  }
+
+ private:
+  std::vector<Piece> pieces_;
+  uint64_t size_;
+};
+
+}  // namespace
+
 Status ProgramEmitter::add_constants(const ConstantTable& table, program::ProgramSpec& program) {
-  uint64_t total = 0;
-  for (const auto& entry : table.entries())
-    total = (total + program::kSegmentAlignment - 1) / program::kSegmentAlignment * program::kSegmentAlignment +
-            entry.data->bytes.size();
   const auto segment = static_cast<uint32_t>(program.segments.size());
-  std::vector<uint8_t> bytes(total);
+  std::vector<ConstantSegment::Piece> pieces;
   uint64_t offset = 0;
   for (const auto& entry : table.entries()) {
-    offset = (offset + program::kSegmentAlignment - 1) / program::kSegmentAlignment * program::kSegmentAlignment;
-    const auto& data = entry.data->bytes;
-    if (!data.empty()) std::memcpy(bytes.data() + offset, data.data(), data.size());
-    constants_[entry.name] = program::ConstantRef{segment, offset, data.size()};
-    offset += data.size();
+    offset = align_up(offset);
+    const uint64_t nbytes = entry.data->size();
+    constants_[entry.name] = program::ConstantRef{segment, offset, nbytes};
+    pieces.push_back({entry.name, offset, entry.data});
+    offset += nbytes;
   }
-  program.segments.push_back(std::move(bytes));
+  program.segments.emplace_back(std::make_shared<const ConstantSegment>(std::move(pieces), offset));
   return ok_status();
 }
 

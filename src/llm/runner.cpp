@@ -61,7 +61,7 @@ int64_t peak_rss_bytes() {
 Result<std::unique_ptr<Runner>> Runner::load(const std::string& path, const RunnerOptions& options) {
   const auto start = Clock::now();
   auto kernels = options.kernels ? options.kernels : kernels::portable_kernel_registry();
-  auto program = runtime::Program::load(path, kernels, options.backends);
+  auto program = runtime::Program::load(path, kernels, options.backends, options.load);
   if (!program.ok()) return program.error().with_context(path);
   KESTREL_ASSIGN_OR_RETURN(auto runner, from_program(*program, options));
   runner->load_ms_ = ms_since(start);

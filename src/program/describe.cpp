@@ -194,6 +194,10 @@ std::string describe_program(const LoadedProgram& program) {
   uint64_t segment_bytes = 0;
   for (size_t i = 0; i < program.num_segments(); ++i) segment_bytes += program.segment(static_cast<uint32_t>(i)).size();
   out += fmt::format("segments: {}, {} bytes\n", program.num_segments(), segment_bytes);
+  out += fmt::format("  checksums: xxh3-64, {}\n", program.checksums_verified() ? "verified at load" : "not verified");
+  for (uint32_t i = 0; i < program.num_segments(); ++i)
+    out += fmt::format("  [{}] {}: {} bytes, checksum {:016x}\n", i, segment_role(spec, i), program.segment(i).size(),
+                       program.segment_checksum(i));
 
   for (const auto& [key, value] : spec.metadata)
     if (is_node_listing(key, value)) describe_nodes(out, key.substr(kNodeListingPrefix.size()), std::get<std::vector<std::string>>(value));

@@ -15,6 +15,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/program/loaded_program.h"
 #include "kestrel/program/validate.h"
+#include "program/checksum.h"
 #include "program/format.h"
 #include "program_generated.h"
 
@@ -47,7 +48,12 @@ Result<Header> decode_header(std::span<const uint8_t> bytes) {
   header.flatbuffer_size = get_le<uint64_t>(bytes.data() + kFlatbufferSizeField);
   header.data_offset = get_le<uint64_t>(bytes.data() + kDataOffsetField);
   header.data_size = get_le<uint64_t>(bytes.data() + kDataSizeField);
+  header.flatbuffer_checksum = get_le<uint64_t>(bytes.data() + kFlatbufferChecksumField);
 
+  if (header.format_version == 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "header: format version 1 (written before programs carried checksums) is no longer supported: "
+                      "export the checkpoint again");
   if (header.format_version != kFormatVersion)
     return make_error(ErrorCode::kUnsupported, "header: format version {} is not supported (this build reads version {})",
                       header.format_version, kFormatVersion);
@@ -265,13 +271,26 @@ struct Decoded {
   std::vector<format::SegmentRange> segments;
 };
 
-Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& header) {
+std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
+
+Status verify_description_checksum(const uint8_t* data, const format::Header& header) {
+  const uint64_t actual = format::checksum({data + header.flatbuffer_offset, static_cast<size_t>(header.flatbuffer_size)});
+  if (actual != header.flatbuffer_checksum)
+    return corrupt(fmt::format("description (flatbuffer [{}, {}+{})): {} checksum mismatch: the header records {}, "
+                               "the bytes hash to {}; the file is damaged",
+                               header.flatbuffer_offset, header.flatbuffer_offset, header.flatbuffer_size,
+                               format::kChecksumName, hex(header.flatbuffer_checksum), hex(actual)));
+  return ok_status();
+}
+
+Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& header, bool verify_checksum) {
   const uint8_t* fb_data = data + header.flatbuffer_offset;
   // A root offset, the identifier, a table offset and a vtable, at the least.
   constexpr uint64_t kMinSize = 2 * sizeof(flatbuffers::uoffset_t) + sizeof(flatbuffers::soffset_t) + 4;
   constexpr uint64_t kMaxSize = FLATBUFFERS_MAX_BUFFER_SIZE;
   if (header.flatbuffer_size < kMinSize || header.flatbuffer_size >= kMaxSize)
     return corrupt(fmt::format("flatbuffer: size {} is outside [{}, {})", header.flatbuffer_size, kMinSize, kMaxSize));
+  if (verify_checksum) KESTREL_RETURN_IF_ERROR(verify_description_checksum(data, header));
   if (reinterpret_cast<uintptr_t>(fb_data) % format::kFlatbufferAlignment != 0)
     return Error(ErrorCode::kInternal, "flatbuffer: the buffer is not 8-byte aligned in memory");
   if (!flatbuffers::BufferHasIdentifier(fb_data, format::kFlatbufferIdentifier))
@@ -298,7 +317,7 @@ Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& hea
         return make_error(ErrorCode::kOutOfRange,
                           "segment table: segment {} [{}, {}+{}) is outside the data area ({} bytes)", i, offset, offset,
                           size, header.data_size);
-      decoded.segments.push_back({offset, size});
+      decoded.segments.push_back({offset, size, segment->checksum()});
     }
   }
 
@@ -325,6 +344,19 @@ Result<Decoded> decode_flatbuffer(const uint8_t* data, const format::Header& hea
   return decoded;
 }
 
+Status verify_segment_checksums(const uint8_t* data, const format::Header& header, const Decoded& decoded) {
+  for (size_t i = 0; i < decoded.segments.size(); ++i) {
+    const format::SegmentRange& range = decoded.segments[i];
+    const uint64_t actual = format::checksum({data + header.data_offset + range.offset, static_cast<size_t>(range.size)});
+    if (actual != range.checksum)
+      return corrupt(fmt::format("segment {} ({}), data bytes [{}, {}+{}): {} checksum mismatch: the segment table "
+                                 "records {}, the bytes hash to {}; the file is damaged",
+                                 i, segment_role(decoded.spec, static_cast<uint32_t>(i)), range.offset, range.offset,
+                                 range.size, format::kChecksumName, hex(range.checksum), hex(actual)));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 // Builds a LoadedProgram over bytes that already live at their final, 64-byte aligned address.
@@ -332,7 +364,7 @@ class ProgramLoader {
  public:
   // Takes ownership of `mapping` (munmap) or `owned` (free) even on failure.
   static Result<std::shared_ptr<const LoadedProgram>> load(const uint8_t* base, uint64_t size, void* mapping,
-                                                           uint8_t* owned) {
+                                                           uint8_t* owned, const LoadOptions& options) {
     std::unique_ptr<LoadedProgram> program(new (std::nothrow) LoadedProgram());
     if (program == nullptr) {
       if (mapping != nullptr) ::munmap(mapping, size);
@@ -343,21 +375,25 @@ class ProgramLoader {
     program->size_ = size;
     program->mapping_ = mapping;
     program->owned_copy_ = owned;
-    KESTREL_RETURN_IF_ERROR(verify(*program));
+    KESTREL_RETURN_IF_ERROR(verify(*program, options));
     return std::shared_ptr<const LoadedProgram>(std::move(program));
   }
 
  private:
-  static Status verify(LoadedProgram& program) {
+  static Status verify(LoadedProgram& program, const LoadOptions& options) {
     const std::span<const uint8_t> bytes(program.base_, program.size_);
     KESTREL_ASSIGN_OR_RETURN(auto header, format::decode_header(bytes));
-    KESTREL_ASSIGN_OR_RETURN(auto decoded, decode_flatbuffer(program.base_, header));
+    KESTREL_ASSIGN_OR_RETURN(auto decoded, decode_flatbuffer(program.base_, header, options.verify_checksums));
     std::vector<uint64_t> sizes;
     for (const auto& range : decoded.segments) sizes.push_back(range.size);
     KESTREL_RETURN_IF_ERROR(validate_program(decoded.spec, sizes, ErrorCode::kCorrupt));
+    if (options.verify_checksums) KESTREL_RETURN_IF_ERROR(verify_segment_checksums(program.base_, header, decoded));
     program.format_version_ = header.format_version;
-    for (const auto& range : decoded.segments)
+    program.checksums_verified_ = options.verify_checksums;
+    for (const auto& range : decoded.segments) {
       program.segments_.emplace_back(program.base_ + header.data_offset + range.offset, range.size);
+      program.segment_checksums_.push_back(range.checksum);
+    }
     program.spec_ = std::move(decoded.spec);
     return ok_status();
   }
@@ -365,7 +401,7 @@ class ProgramLoader {
 
 namespace {
 
-Result<std::shared_ptr<const LoadedProgram>> load_file_impl(const std::string& path) {
+Result<std::shared_ptr<const LoadedProgram>> load_file_impl(const std::string& path, const LoadOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error(ErrorCode::kIo, "cannot open: {}", std::strerror(errno));
   struct stat st {};
@@ -387,17 +423,17 @@ Result<std::shared_ptr<const LoadedProgram>> load_file_impl(const std::string& p
   const int error = errno;
   ::close(fd);
   if (mapping == MAP_FAILED) return make_error(ErrorCode::kIo, "cannot map {} bytes: {}", size, std::strerror(error));
-  return ProgramLoader::load(static_cast<const uint8_t*>(mapping), size, mapping, nullptr);
+  return ProgramLoader::load(static_cast<const uint8_t*>(mapping), size, mapping, nullptr, options);
 }
 
-Result<std::shared_ptr<const LoadedProgram>> load_bytes_impl(std::span<const uint8_t> bytes) {
+Result<std::shared_ptr<const LoadedProgram>> load_bytes_impl(std::span<const uint8_t> bytes, const LoadOptions& options) {
   if (bytes.empty()) return format::decode_header({}).error();
   const size_t rounded = (bytes.size() + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment;
   auto* copy = static_cast<uint8_t*>(std::aligned_alloc(kSegmentAlignment, rounded));
   if (copy == nullptr) return make_error(ErrorCode::kCapacity, "cannot allocate {} bytes for the program", rounded);
   std::memcpy(copy, bytes.data(), bytes.size());
   std::memset(copy + bytes.size(), 0, rounded - bytes.size());
-  return ProgramLoader::load(copy, bytes.size(), nullptr, copy);
+  return ProgramLoader::load(copy, bytes.size(), nullptr, copy, options);
 }
 
 template <typename F>
@@ -415,12 +451,15 @@ Result<std::shared_ptr<const LoadedProgram>> guarded(const std::string& context,
 
 }  // namespace
 
-Result<std::shared_ptr<const LoadedProgram>> LoadedProgram::load_file(const std::string& path) {
-  return guarded(fmt::format("program file '{}'", path), [&] { return load_file_impl(path); });
+Result<std::shared_ptr<const LoadedProgram>> LoadedProgram::load_file(const std::string& path,
+                                                                       const LoadOptions& options) {
+  return guarded(fmt::format("program file '{}'", path), [&] { return load_file_impl(path, options); });
 }
 
-Result<std::shared_ptr<const LoadedProgram>> LoadedProgram::load_bytes(std::span<const uint8_t> bytes) {
-  return guarded(fmt::format("program bytes ({} bytes)", bytes.size()), [&] { return load_bytes_impl(bytes); });
+Result<std::shared_ptr<const LoadedProgram>> LoadedProgram::load_bytes(std::span<const uint8_t> bytes,
+                                                                        const LoadOptions& options) {
+  return guarded(fmt::format("program bytes ({} bytes)", bytes.size()),
+                 [&] { return load_bytes_impl(bytes, options); });
 }
 
 LoadedProgram::~LoadedProgram() {

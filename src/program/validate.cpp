@@ -38,6 +38,7 @@ class MethodChecker {
   Status check() {
     storage_.assign(method_.values.size(), 0);
     for (size_t i = 0; i < method_.values.size(); ++i) KESTREL_RETURN_IF_ERROR(check_value(i));
+    KESTREL_RETURN_IF_ERROR(check_arena_size());
     KESTREL_RETURN_IF_ERROR(resolve_aliases());
     KESTREL_RETURN_IF_ERROR(check_io("input", method_.inputs, ValueKind::kInput));
     KESTREL_RETURN_IF_ERROR(check_io("output", method_.outputs, ValueKind::kOutput));
@@ -99,6 +100,26 @@ class MethodChecker {
       case ValueKind::kOutput:
         break;
     }
+    return ok_status();
+  }
+
+  // A memory plan never needs more than its intermediates laid end to end (each rounded up to
+  // kArenaAlignment): a larger arena_bytes is refused here, before anyone allocates it.
+  Status check_arena_size() const {
+    uint64_t bound = 0;
+    size_t intermediates = 0;
+    for (size_t i = 0; i < method_.values.size(); ++i) {
+      if (method_.values[i].kind != ValueKind::kIntermediate) continue;
+      ++intermediates;
+      const uint64_t rounded = storage_[i] / kArenaAlignment * kArenaAlignment +
+                               (storage_[i] % kArenaAlignment != 0 ? kArenaAlignment : 0);
+      if (__builtin_add_overflow(bound, rounded, &bound)) return ok_status();  // nothing is larger
+    }
+    if (method_.arena_bytes > bound)
+      return make_error(malformed_,
+                        "method '{}': arena_bytes {} is more than its {} intermediates can use ({} bytes, each "
+                        "rounded up to {})",
+                        method_.name, method_.arena_bytes, intermediates, bound, kArenaAlignment);
     return ok_status();
   }
 

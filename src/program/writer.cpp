@@ -1,17 +1,21 @@
 #include "kestrel/program/writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <new>
+#include <span>
+#include <utility>
 
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/program/validate.h"
+#include "program/checksum.h"
 #include "program/format.h"
+#include "program/temp_file.h"
 #include "program_generated.h"
 
 namespace kestrel::program {
@@ -136,7 +140,119 @@ Offset<fb::Delegate> build_delegate(FlatBufferBuilder& fbb, const DelegateSpec& 
   return fb::CreateDelegate(fbb, backend, delegate.payload_segment, spec_vector);
 }
 
-Result<std::vector<uint8_t>> serialize_impl(const ProgramSpec& spec, const SerializeOptions& options) {
+// The description block. Built twice per file: with placeholder checksums to place the data
+// area, then with the checksums found while streaming the segments. Checksums are fixed-size
+// struct fields, so both builds have the same layout and size.
+void build_description(FlatBufferBuilder& fbb, const ProgramSpec& spec, const std::vector<SegmentRange>& table) {
+  std::vector<Offset<fb::MetaEntry>> metadata;
+  for (const auto& [key, value] : spec.metadata) metadata.push_back(build_meta(fbb, key, value));
+  const auto metadata_vector = fbb.CreateVector(metadata);
+  std::vector<Offset<fb::Method>> methods;
+  for (const auto& method : spec.methods) methods.push_back(build_method(fbb, method));
+  const auto method_vector = fbb.CreateVector(methods);
+  std::vector<fb::Segment> segments;
+  for (const auto& range : table) segments.emplace_back(range.offset, range.size, range.checksum);
+  const auto segment_vector = fbb.CreateVectorOfStructs(segments);
+  std::vector<Offset<fb::Delegate>> delegates;
+  for (const auto& delegate : spec.delegates) delegates.push_back(build_delegate(fbb, delegate));
+  const auto delegate_vector = fbb.CreateVector(delegates);
+  const auto root = fb::CreateProgram(fbb, spec.version, metadata_vector, method_vector, segment_vector, delegate_vector);
+  fb::FinishProgramBuffer(fbb, root);
+}
+
+std::span<const uint8_t> bytes_of(const FlatBufferBuilder& fbb) { return {fbb.GetBufferPointer(), fbb.GetSize()}; }
+
+// Where the file's bytes go: memory, or a file written front to back.
+class Output {
+ public:
+  virtual ~Output() = default;
+  virtual Status append(std::span<const uint8_t> bytes) = 0;
+  // Replaces bytes appended earlier, at `offset` from the start.
+  virtual Status overwrite(uint64_t offset, std::span<const uint8_t> bytes) = 0;
+  virtual Status finish() = 0;
+
+  Status append_zeros(uint64_t count) {
+    static constexpr uint8_t kZeros[kSegmentAlignment] = {};
+    while (count > 0) {
+      const uint64_t n = std::min<uint64_t>(count, sizeof(kZeros));
+      KESTREL_RETURN_IF_ERROR(append({kZeros, static_cast<size_t>(n)}));
+      count -= n;
+    }
+    return ok_status();
+  }
+};
+
+class MemoryOutput final : public Output {
+ public:
+  explicit MemoryOutput(uint64_t expected_size) { bytes_.reserve(expected_size); }
+  Status append(std::span<const uint8_t> bytes) override {
+    bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+    return ok_status();
+  }
+  Status overwrite(uint64_t offset, std::span<const uint8_t> bytes) override {
+    std::memcpy(bytes_.data() + offset, bytes.data(), bytes.size());
+    return ok_status();
+  }
+  Status finish() override { return ok_status(); }
+  std::vector<uint8_t> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Buffers small pieces (headers, padding, small constants) into large writes.
+class FileOutput final : public Output {
+ public:
+  FileOutput(int fd, std::string path) : fd_(fd), path_(std::move(path)), buffer_(kBufferBytes) {}
+  Status append(std::span<const uint8_t> bytes) override {
+    if (used_ + bytes.size() > buffer_.size()) KESTREL_RETURN_IF_ERROR(flush());
+    if (bytes.size() >= buffer_.size()) return write_all(bytes);
+    std::memcpy(buffer_.data() + used_, bytes.data(), bytes.size());
+    used_ += bytes.size();
+    return ok_status();
+  }
+  Status overwrite(uint64_t offset, std::span<const uint8_t> bytes) override {
+    KESTREL_RETURN_IF_ERROR(flush());
+    while (!bytes.empty()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return error("cannot write");
+      bytes = bytes.subspan(static_cast<size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+    return ok_status();
+  }
+  Status finish() override { return flush(); }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+
+  Status flush() {
+    const size_t used = std::exchange(used_, 0);
+    return write_all({buffer_.data(), used});
+  }
+  Status write_all(std::span<const uint8_t> bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return error("cannot write");
+      bytes = bytes.subspan(static_cast<size_t>(n));
+    }
+    return ok_status();
+  }
+  Status error(const char* what) const {
+    return make_error(ErrorCode::kIo, "{} '{}': {}", what, path_, std::strerror(errno == 0 ? EIO : errno));
+  }
+
+  int fd_;
+  std::string path_;
+  std::vector<uint8_t> buffer_;
+  size_t used_ = 0;
+};
+
+using Progress = std::function<void(uint64_t, uint64_t)>;
+
+Status emit(const ProgramSpec& spec, const SerializeOptions& options, Output& out, const Progress& progress) {
   if (options.validate) {
     auto status = validate_program(spec);
     if (!status.ok()) return status.error().with_context("refusing to write an invalid program");
@@ -147,40 +263,70 @@ Result<std::vector<uint8_t>> serialize_impl(const ProgramSpec& spec, const Seria
   uint64_t data_size = 0;
   for (const auto& segment : spec.segments) {
     const uint64_t offset = align_up(data_size, kSegmentAlignment);
-    layout.push_back({offset, segment.size()});
+    layout.push_back({offset, segment.size(), 0});
     data_size = offset + segment.size();
   }
-  const std::vector<SegmentRange>& table = options.segment_table ? *options.segment_table : layout;
+  const auto table = [&]() -> const std::vector<SegmentRange>& {
+    return options.segment_table ? *options.segment_table : layout;
+  };
 
-  FlatBufferBuilder fbb(4096);
-  std::vector<Offset<fb::MetaEntry>> metadata;
-  for (const auto& [key, value] : spec.metadata) metadata.push_back(build_meta(fbb, key, value));
-  const auto metadata_vector = fbb.CreateVector(metadata);
-  std::vector<Offset<fb::Method>> methods;
-  for (const auto& method : spec.methods) methods.push_back(build_method(fbb, method));
-  const auto method_vector = fbb.CreateVector(methods);
-  std::vector<fb::Segment> segments;
-  for (const auto& range : table) segments.emplace_back(range.offset, range.size);
-  const auto segment_vector = fbb.CreateVectorOfStructs(segments);
-  std::vector<Offset<fb::Delegate>> delegates;
-  for (const auto& delegate : spec.delegates) delegates.push_back(build_delegate(fbb, delegate));
-  const auto delegate_vector = fbb.CreateVector(delegates);
-  const auto root = fb::CreateProgram(fbb, spec.version, metadata_vector, method_vector, segment_vector, delegate_vector);
-  fb::FinishProgramBuffer(fbb, root);
-
+  FlatBufferBuilder placeholder(4096);
+  build_description(placeholder, spec, table());
   Header header;
   header.flatbuffer_offset = kHeaderBytes;
-  header.flatbuffer_size = fbb.GetSize();
+  header.flatbuffer_size = placeholder.GetSize();
   header.data_offset = align_up(header.flatbuffer_offset + header.flatbuffer_size, kSegmentAlignment);
   header.data_size = data_size;
+  const uint64_t total = header.data_offset + header.data_size;
 
-  std::vector<uint8_t> file(header.data_offset + header.data_size, 0);
-  encode_header(header, file.data());
-  std::memcpy(file.data() + header.flatbuffer_offset, fbb.GetBufferPointer(), fbb.GetSize());
-  for (size_t i = 0; i < spec.segments.size(); ++i)
-    if (!spec.segments[i].empty())
-      std::memcpy(file.data() + header.data_offset + layout[i].offset, spec.segments[i].data(), spec.segments[i].size());
-  return file;
+  uint8_t header_bytes[kHeaderBytes];
+  encode_header(header, header_bytes);
+  KESTREL_RETURN_IF_ERROR(out.append(header_bytes));
+  KESTREL_RETURN_IF_ERROR(out.append(bytes_of(placeholder)));
+  KESTREL_RETURN_IF_ERROR(out.append_zeros(header.data_offset - header.flatbuffer_offset - header.flatbuffer_size));
+  uint64_t written = header.data_offset, data_cursor = 0;
+  if (progress) progress(written, total);
+
+  StreamingChecksum sum;
+  for (size_t i = 0; i < spec.segments.size(); ++i) {
+    SegmentRange& range = layout[i];
+    KESTREL_RETURN_IF_ERROR(out.append_zeros(range.offset - data_cursor));
+    written += range.offset - data_cursor;
+    sum.reset();
+    uint64_t produced = 0;
+    const auto index = static_cast<uint32_t>(i);
+    const auto sink = [&](std::span<const uint8_t> chunk) -> Status {
+      if (chunk.size() > range.size - produced)
+        return make_error(ErrorCode::kInternal, "its source produced more than the {} bytes it declared", range.size);
+      sum.update(chunk);
+      produced += chunk.size();
+      written += chunk.size();
+      KESTREL_RETURN_IF_ERROR(out.append(chunk));
+      if (progress) progress(written, total);
+      return ok_status();
+    };
+    if (const ByteSource* source = spec.segments[i].source()) {
+      auto status = source->write_to(sink);
+      if (!status.ok())
+        return status.error().with_context(fmt::format("writing segment {} ({})", i, segment_role(spec, index)));
+    }
+    if (produced != range.size)
+      return make_error(ErrorCode::kInternal, "writing segment {} ({}): its source produced {} bytes of the {} it declared",
+                        i, segment_role(spec, index), produced, range.size);
+    range.checksum = sum.digest();
+    data_cursor = range.offset + range.size;
+  }
+
+  FlatBufferBuilder description(4096);
+  build_description(description, spec, table());
+  if (description.GetSize() != header.flatbuffer_size)
+    return make_error(ErrorCode::kInternal, "the description changed size ({} -> {} bytes) when its checksums were filled",
+                      header.flatbuffer_size, description.GetSize());
+  header.flatbuffer_checksum = checksum(bytes_of(description));
+  encode_header(header, header_bytes);
+  KESTREL_RETURN_IF_ERROR(out.overwrite(0, header_bytes));
+  KESTREL_RETURN_IF_ERROR(out.overwrite(header.flatbuffer_offset, bytes_of(description)));
+  return out.finish();
 }
 
 }  // namespace
@@ -193,11 +339,14 @@ void encode_header(const Header& header, uint8_t* out) {
   put_le(out + kFlatbufferSizeField, header.flatbuffer_size);
   put_le(out + kDataOffsetField, header.data_offset);
   put_le(out + kDataSizeField, header.data_size);
+  put_le(out + kFlatbufferChecksumField, header.flatbuffer_checksum);
 }
 
 Result<std::vector<uint8_t>> serialize(const ProgramSpec& spec, const SerializeOptions& options) {
   try {
-    return serialize_impl(spec, options);
+    MemoryOutput out(0);
+    KESTREL_RETURN_IF_ERROR(emit(spec, options, out, nullptr));
+    return out.take();
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kCapacity, "out of memory while serializing the program");
   } catch (const std::exception& e) {
@@ -213,50 +362,27 @@ Result<std::vector<uint8_t>> serialize_program(const ProgramSpec& spec) {
 
 namespace {
 
-Status io_error(const std::string& what, const std::string& path) {
-  return make_error(ErrorCode::kIo, "{} '{}': {}", what, path, std::strerror(errno));
-}
-
-Status write_file_atomically(const std::vector<uint8_t>& bytes, const std::string& path) {
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) return io_error("cannot create a temporary file next to", path);
-  auto fail = [&](const char* what) {
-    Status status = io_error(what, temp);
-    ::close(fd);
-    ::unlink(temp.c_str());
-    return status;
-  };
-  if (::fchmod(fd, 0644) != 0) return fail("cannot set permissions of");
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("cannot write");
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail("cannot flush");
-  if (::close(fd) != 0) {
-    Status status = io_error("cannot close", temp);
-    ::unlink(temp.c_str());
-    return status;
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    Status status = io_error("cannot rename the temporary file to", path);
-    ::unlink(temp.c_str());
-    return status;
-  }
-  return ok_status();
+Status write_streamed(const ProgramSpec& spec, const std::string& path, const WriteOptions& options) {
+  // Validate before the temporary file exists: an invalid spec leaves no trace.
+  auto valid = validate_program(spec);
+  if (!valid.ok()) return valid.error().with_context("refusing to write an invalid program");
+  KESTREL_ASSIGN_OR_RETURN(TempFile temp, TempFile::create(path));
+  format::FileOutput out(temp.fd(), temp.path());
+  format::SerializeOptions serialize;
+  serialize.validate = false;
+  KESTREL_RETURN_IF_ERROR(format::emit(spec, serialize, out, options.progress));
+  return temp.commit();
 }
 
 }  // namespace
 
-Status write_program(const ProgramSpec& spec, const std::string& path) {
-  KESTREL_ASSIGN_OR_RETURN(auto bytes, serialize_program(spec));
+Status write_program(const ProgramSpec& spec, const std::string& path, const WriteOptions& options) {
   try {
-    return write_file_atomically(bytes, path);
+    auto status = write_streamed(spec, path, options);
+    if (!status.ok()) return status.error().with_context(fmt::format("writing '{}'", path));
+    return status;
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::kCapacity, "writing '{}': out of memory", path);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kIo, "writing '{}' failed: {}", path, e.what());
   }

@@ -148,8 +148,9 @@ Status Method::execute() {
 }
 
 Result<std::shared_ptr<Program>> Program::load(const std::string& path, std::shared_ptr<const KernelRegistry> kernels,
-                                               std::shared_ptr<const BackendRegistry> backends) {
-  KESTREL_ASSIGN_OR_RETURN(auto loaded, program::LoadedProgram::load_file(path));
+                                               std::shared_ptr<const BackendRegistry> backends,
+                                               const program::LoadOptions& load_options) {
+  KESTREL_ASSIGN_OR_RETURN(auto loaded, program::LoadedProgram::load_file(path, load_options));
   return from_loaded(std::move(loaded), std::move(kernels), std::move(backends));
 }
 
@@ -179,7 +180,9 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
   std::unique_ptr<Method> method(new Method());
   method->program_ = loaded_;
   method->spec_ = spec;
-  method->arena_ = AlignedBuffer(spec->arena_bytes);
+  auto arena = AlignedBuffer::allocate(spec->arena_bytes);
+  if (!arena.ok()) return arena.error().with_context(fmt::format("method '{}': arena", name));
+  method->arena_ = std::move(arena).value();
   method->values_.resize(spec->values.size());
   method->bound_.assign(spec->values.size(), false);
   for (size_t i = 0; i < spec->values.size(); ++i) {

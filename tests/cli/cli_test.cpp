@@ -1,7 +1,10 @@
 // The kestrel binary end to end: create-model -> export -> inspect -> run, and the errors a
 // user sees for bad input (exit code non-zero, message on stderr naming the problem).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -11,7 +14,11 @@
 #include <string>
 
 #include "cli/cli_fixture.h"
+#include "kestrel/fixtures/checkpoint_writer.h"
 #include "kestrel/fixtures/default_model.h"
+#include "kestrel/fixtures/tokenizer_builder.h"
+#include "kestrel/program/loaded_program.h"
+#include "program/format.h"
 
 namespace {
 
@@ -170,6 +177,188 @@ TEST_F(Cli, QnnProgramRunsOnTheStandIn) {
   auto shape = run(args(path("qnn_all.kst"), {"--backend-option", "library=stand-in"}));
   EXPECT_NE(shape.exit_code, 0);
   EXPECT_NE(shape.err.find("NAME.KEY=VALUE"), std::string::npos) << shape.err;
+}
+
+// ---- Program file integrity and export safety ----------------------------------------------
+
+namespace fixtures = kestrel::fixtures;
+namespace program = kestrel::program;
+
+std::vector<uint8_t> file_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& file, const std::vector<uint8_t>& bytes) {
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::string> temporaries_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) names.push_back(entry.path().string());
+  return names;
+}
+
+TEST_F(Cli, ExportRefusesToOverwriteWhatItReads) {
+  const auto weights = file_bytes(path("model/model.safetensors"));
+  fs::create_symlink(path("model/model.safetensors"), path("weights-link.safetensors"));
+  for (const std::string& output : {path("model/model.safetensors"), path("model/./config.json"),
+                                    path("weights-link.safetensors"), path("model") + "//tokenizer.json"}) {
+    auto out = run({"export", path("model"), "-o", output});
+    EXPECT_NE(out.exit_code, 0) << output;
+    EXPECT_NE(out.err.find("refusing to write the program to '" + output + "'"), std::string::npos) << out.err;
+    EXPECT_NE(out.err.find("a file of the checkpoint directory this export reads"), std::string::npos) << out.err;
+  }
+  EXPECT_EQ(file_bytes(path("model/model.safetensors")), weights);
+  // An earlier program in the checkpoint directory may be replaced.
+  ASSERT_EQ(run({"export", path("model"), "-o", path("model/program.kst"), "-q"}).exit_code, 0);
+  auto again = run({"export", path("model"), "-o", path("model/program.kst"), "-q"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  fs::remove(path("model/program.kst"));
+}
+
+TEST_F(Cli, ExportRefusesToOverwriteALlama2cCheckpointOrTokenizer) {
+  fixtures::FixtureConfig config;
+  config.tie_word_embeddings = true;
+  config.vocab_size = 512;
+  ASSERT_TRUE(fixtures::write_llama2c_checkpoint(path("l2c.bin"), config).ok());
+  write_file(path("l2c-tokenizer.bin"), fixtures::build_llama2c_tokenizer_bin(
+                                            fixtures::build_llama2c_vocab(fixtures::default_corpus(), config.vocab_size)));
+  fs::create_symlink(path("l2c-tokenizer.bin"), path("tokenizer-link.bin"));
+  const auto checkpoint = file_bytes(path("l2c.bin"));
+  for (const std::string& output : {path("l2c.bin"), path("l2c-tokenizer.bin"), path("tokenizer-link.bin")}) {
+    auto out = run({"export", path("l2c.bin"), "--tokenizer", path("l2c-tokenizer.bin"), "-o", output});
+    EXPECT_NE(out.exit_code, 0) << output;
+    EXPECT_NE(out.err.find("which this export reads"), std::string::npos) << out.err;
+  }
+  EXPECT_EQ(file_bytes(path("l2c.bin")), checkpoint);
+  auto ok = run({"export", path("l2c.bin"), "--tokenizer", path("l2c-tokenizer.bin"), "-o", path("l2c.kst"), "-q"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// The file offset of each segment of a program, from the loader.
+std::vector<std::pair<uint64_t, uint64_t>> segment_ranges(const std::string& file) {
+  auto loaded = program::LoadedProgram::load_file(file);
+  EXPECT_TRUE(loaded.ok()) << loaded.error().to_string();
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  if (!loaded.ok()) return ranges;
+  for (uint32_t i = 0; i < (*loaded)->num_segments(); ++i)
+    ranges.emplace_back((*loaded)->segment(i).data() - (*loaded)->file_span().data(), (*loaded)->segment(i).size());
+  return ranges;
+}
+
+TEST_F(Cli, DamagedTokenizerOrWeightsFailInspectAndRun) {
+  const auto good = file_bytes(path("model.kst"));
+  const auto ranges = segment_ranges(path("model.kst"));
+  ASSERT_EQ(ranges.size(), 2u);  // constants, tokenizer
+  const struct {
+    size_t segment;
+    const char* name;
+  } cases[] = {{0, "segment 0 (constants)"}, {1, "segment 1 (tokenizer)"}};
+  for (const auto& c : cases) {
+    auto bytes = good;
+    bytes[ranges[c.segment].first + ranges[c.segment].second / 2] ^= 0x10;
+    const std::string damaged = path("damaged.kst");
+    write_file(damaged, bytes);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"inspect", damaged}, std::vector<std::string>{"run", damaged, "-p", "x", "-n", "1"}}) {
+      auto out = run(args);
+      EXPECT_EQ(out.exit_code, 1) << args[0];
+      EXPECT_NE(out.err.find(c.name), std::string::npos) << out.err;
+      EXPECT_NE(out.err.find("checksum mismatch"), std::string::npos) << out.err;
+    }
+    auto unchecked = run({"inspect", damaged, "--no-verify"});
+    EXPECT_EQ(unchecked.exit_code, 0) << unchecked.err;
+    EXPECT_NE(unchecked.out.find("checksums: xxh3-64, not verified"), std::string::npos) << unchecked.out;
+  }
+  // A damaged weight byte does not stop a run that skips the checks.
+  auto bytes = good;
+  bytes[ranges[0].first + ranges[0].second / 2] ^= 0x10;
+  write_file(path("damaged.kst"), bytes);
+  auto ran = run({"run", path("damaged.kst"), "--no-verify", "-p", "x", "-n", "2", "--temperature", "0"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+}
+
+// Arena sizes that once passed inspect and then made run abort (bad_alloc), corrupt the heap
+// (2^64-1 rounded up to 0) or take 2 GiB for a 3.6 MB model are refused by both, cleanly.
+TEST_F(Cli, ImplausibleArenaSizesAreRefused) {
+  auto loaded = program::LoadedProgram::load_file(path("model.kst"));
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  for (uint64_t arena : {uint64_t{1} << 31, uint64_t{1} << 40, uint64_t{1} << 63, ~uint64_t{0}}) {
+    program::ProgramSpec spec = (*loaded)->spec();
+    for (uint32_t i = 0; i < (*loaded)->num_segments(); ++i) {
+      const auto segment = (*loaded)->segment(i);
+      spec.segments.emplace_back(std::vector<uint8_t>(segment.begin(), segment.end()));
+    }
+    for (auto& method : spec.methods)
+      if (method.name == "decode") method.arena_bytes = arena;
+    program::format::SerializeOptions unchecked;
+    unchecked.validate = false;
+    auto bytes = program::format::serialize(spec, unchecked);
+    ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
+    write_file(path("arena.kst"), *bytes);
+    const std::string expected = fmt::format("method 'decode': arena_bytes {} is more than its", arena);
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", path("arena.kst")},
+                                                 std::vector<std::string>{"run", path("arena.kst"), "-p", "x", "-n", "1"}}) {
+      auto out = run(args);
+      EXPECT_EQ(out.exit_code, 1) << args[0] << " with arena " << arena << ": " << out.err;
+      EXPECT_NE(out.err.find(expected), std::string::npos) << out.err;
+    }
+  }
+}
+
+// SIGTERM while `kestrel export` writes: the process ends by the signal and neither the temporary
+// file nor the program is left. The export is stopped at its first progress line (the temporary
+// file exists then), sent SIGTERM, and continued.
+TEST_F(Cli, SigtermDuringExportLeavesNoTemporaryFile) {
+  fixtures::FixtureConfig config;
+  config.hidden_size = 512;
+  config.intermediate_size = 1536;
+  config.num_heads = 8;
+  config.num_kv_heads = 4;
+  config.num_layers = 4;
+  config.vocab_size = 4096;
+  const std::string checkpoint = path("larger");
+  ASSERT_TRUE(fixtures::write_hf_checkpoint(checkpoint, config).ok());
+  const fs::path out_dir = dir_ / "sigterm";
+  fs::create_directories(out_dir);
+  const std::string output = (out_dir / "larger.kst").string();
+
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    ::execl(KESTREL_CLI, KESTREL_CLI, "export", checkpoint.c_str(), "-o", output.c_str(), "--dtype", "q8",
+            "--progress", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  FILE* err = ::fdopen(pipe_fds[0], "r");
+  ASSERT_NE(err, nullptr);
+  char line[4096];
+  bool writing = false;
+  while (!writing && std::fgets(line, sizeof(line), err) != nullptr)
+    writing = std::string(line).find("writing " + output + ": ") != std::string::npos;
+  ASSERT_TRUE(writing) << "no progress line from the export";
+  ASSERT_EQ(::kill(child, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status)) << "the export ended before it could be stopped mid-write";
+  EXPECT_EQ(temporaries_in(out_dir).size(), 1u) << "stopped mid-write, the temporary file exists";
+  ASSERT_EQ(::kill(child, SIGTERM), 0);
+  ASSERT_EQ(::kill(child, SIGCONT), 0);
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  std::fclose(err);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_TRUE(temporaries_in(out_dir).empty());
+  EXPECT_FALSE(fs::exists(output));
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ std::shared_ptr<const ConstantData> float_data(const std::vector<float>& values)
 }
 
 std::vector<float> as_floats(const ConstantData& data) {
-  std::vector<float> out(data.bytes.size() / sizeof(float));
-  std::memcpy(out.data(), data.bytes.data(), data.bytes.size());
+  std::vector<float> out(data.held_bytes().size() / sizeof(float));
+  std::memcpy(out.data(), data.held_bytes().data(), data.held_bytes().size());
   return out;
 }
 

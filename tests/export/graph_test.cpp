@@ -50,12 +50,13 @@ TEST(Graph, MultiOutputNodeAndScalarNumel) {
 
 TEST(Graph, ConstantDataOwnedKeepsBytes) {
   auto data = ConstantData::owned({1, 2, 3});
-  ASSERT_EQ(data->bytes.size(), 3u);
-  EXPECT_EQ(data->bytes[2], 3);
-  EXPECT_NE(data->keepalive, nullptr);
+  ASSERT_TRUE(data->is_held());
+  ASSERT_EQ(data->size(), 3u);
+  ASSERT_EQ(data->held_bytes().size(), 3u);
+  EXPECT_EQ(data->held_bytes()[2], 3);
   auto copy = data;
   data.reset();
-  EXPECT_EQ(copy->bytes[0], 1);
+  EXPECT_EQ(copy->held_bytes()[0], 1);
 }
 
 TEST(Graph, RejectsInputThatIsNotYetProduced) {

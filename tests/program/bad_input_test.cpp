@@ -34,6 +34,19 @@ std::string load_error(const std::vector<uint8_t>& bytes, ErrorCode* code = null
   return loaded.error().message();
 }
 
+// Loads without comparing checksums: what the structural checks alone make of damaged bytes
+// (with checksums, any damage to the description is caught before them).
+LoadOptions structure_only() {
+  LoadOptions options;
+  options.verify_checksums = false;
+  return options;
+}
+
+std::string structural_error(const std::vector<uint8_t>& bytes) {
+  auto loaded = LoadedProgram::load_bytes(bytes, structure_only());
+  return loaded.ok() ? "" : loaded.error().message();
+}
+
 void put_u64(std::vector<uint8_t>& bytes, size_t at, uint64_t value) {
   for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
 }
@@ -96,10 +109,16 @@ TEST(ProgramBadInput, HeaderFields) {
     const char* message;
   };
   const Case cases[] = {
-      {format::kVersionField, 2, true, ErrorCode::kUnsupported, "format version 2 is not supported"},
+      {format::kVersionField, 3, true, ErrorCode::kUnsupported, "format version 3 is not supported"},
+      {format::kVersionField, 1, true, ErrorCode::kUnsupported,
+       "format version 1 (written before programs carried checksums) is no longer supported: export the checkpoint "
+       "again"},
       {format::kFlagsField, 4, true, ErrorCode::kUnsupported, "unknown flags 0x4"},
       {format::kFlatbufferOffsetField, 44, false, ErrorCode::kCorrupt, "flatbuffer offset 44"},
       {format::kFlatbufferOffsetField, 52, false, ErrorCode::kCorrupt, "flatbuffer offset 52"},
+      {format::kFlatbufferOffsetField, 60, false, ErrorCode::kCorrupt, "flatbuffer offset 60"},
+      {format::kFlatbufferChecksumField, header->flatbuffer_checksum ^ 1, false, ErrorCode::kCorrupt,
+       "description (flatbuffer [56, 56+"},
       {format::kFlatbufferOffsetField, 1ull << 62, false, ErrorCode::kOutOfRange, "past the end of the file"},
       {format::kFlatbufferSizeField, ~0ull, false, ErrorCode::kOutOfRange, "past the end of the file"},
       {format::kFlatbufferSizeField, 4, false, ErrorCode::kCorrupt, "flatbuffer: size 4"},
@@ -146,7 +165,8 @@ TEST(ProgramBadInput, TruncatedAtEveryPoint) {
     }
   }
   // The same through files, at a few points.
-  for (size_t size : {size_t{1}, size_t{47}, size_t{48}, size_t{100}, good.size() / 2, good.size() - 1}) {
+  for (size_t size : {size_t{1}, size_t{47}, size_t{48}, size_t{55}, size_t{56}, size_t{100}, good.size() / 2,
+                      good.size() - 1}) {
     const std::string path = dir.file("cut.kst");
     testing::write_bytes(path, std::vector<uint8_t>(good.begin(), good.begin() + size));
     auto loaded = LoadedProgram::load_file(path);
@@ -155,8 +175,9 @@ TEST(ProgramBadInput, TruncatedAtEveryPoint) {
   }
 }
 
-// Flipping any byte of the flatbuffer either fails with an error or loads a program that still
-// passes every check; it never crashes (run under the sanitizers too).
+// Flipping any byte of the flatbuffer fails the description's checksum. Without checksums, the
+// structural checks either fail with an error or load a program that still passes every check; it
+// never crashes (run under the sanitizers too).
 TEST(ProgramBadInput, FlippedByteAnywhereInTheFlatbuffer) {
   const auto good = serialize_unchecked(rich_program());
   auto header = format::decode_header(good);
@@ -166,7 +187,11 @@ TEST(ProgramBadInput, FlippedByteAnywhereInTheFlatbuffer) {
     for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x10}, uint8_t{0x80}, uint8_t{0xff}}) {
       auto bytes = good;
       bytes[at] ^= mask;
-      auto loaded = LoadedProgram::load_bytes(bytes);
+      const std::string checked = load_error(bytes);
+      EXPECT_NE(checked.find("description (flatbuffer"), std::string::npos) << "byte " << at << ": " << checked;
+      EXPECT_NE(checked.find("checksum mismatch"), std::string::npos) << "byte " << at << ": " << checked;
+
+      auto loaded = LoadedProgram::load_bytes(bytes, structure_only());
       if (!loaded.ok()) {
         ++errors;
         EXPECT_FALSE(loaded.error().message().empty());
@@ -191,12 +216,14 @@ TEST(ProgramBadInput, FlippedByteAnywhereInTheFlatbuffer) {
 }
 
 // Random multi-byte damage (bytes and small integers, where offsets and indices live) anywhere in
-// the file: an error or a program that passes every check again.
+// the file. Without checksums: an error or a program that passes every check again. With them:
+// an error, or (damage confined to padding) exactly the program that was written.
 TEST(ProgramBadInput, RandomDamageNeverCrashes) {
-  const auto good = serialize_unchecked(rich_program());
+  const ProgramSpec spec = rich_program();
+  const auto good = serialize_unchecked(spec);
   const int iterations = std::getenv("KESTREL_FUZZ_ITERATIONS") ? std::atoi(std::getenv("KESTREL_FUZZ_ITERATIONS")) : 3000;
   std::mt19937 rng(1234);
-  size_t loads = 0;
+  size_t loads = 0, checked_loads = 0;
   for (int iteration = 0; iteration < iterations; ++iteration) {
     auto bytes = good;
     const int edits = 1 + static_cast<int>(rng() % 6);
@@ -212,7 +239,16 @@ TEST(ProgramBadInput, RandomDamageNeverCrashes) {
         default: bytes[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
       }
     }
-    auto loaded = LoadedProgram::load_bytes(bytes);
+    if (auto checked = LoadedProgram::load_bytes(bytes); checked.ok()) {
+      ++checked_loads;
+      EXPECT_TRUE((*checked)->spec() == testing::without_segments(spec)) << "iteration " << iteration;
+      for (uint32_t i = 0; i < (*checked)->num_segments(); ++i) {
+        const auto segment = (*checked)->segment(i);
+        EXPECT_EQ(std::vector<uint8_t>(segment.begin(), segment.end()), *spec.segments[i].held())
+            << "iteration " << iteration << ", segment " << i;
+      }
+    }
+    auto loaded = LoadedProgram::load_bytes(bytes, structure_only());
     if (!loaded.ok()) {
       EXPECT_FALSE(loaded.error().message().empty());
       continue;
@@ -224,7 +260,7 @@ TEST(ProgramBadInput, RandomDamageNeverCrashes) {
     auto status = validate_program(program.spec(), sizes, ErrorCode::kCorrupt);
     EXPECT_TRUE(status.ok()) << "iteration " << iteration << ": " << status.error().to_string();
   }
-  EXPECT_GT(loads, 0u);
+  EXPECT_GT(loads, checked_loads);
 }
 
 TEST(ProgramBadInput, FlippedByteInTheHeaderNeverCrashes) {
@@ -245,26 +281,28 @@ TEST(ProgramBadInput, FlatbufferGarbage) {
   auto bytes = serialize_unchecked(small_program());
   auto header = format::decode_header(bytes);
   ASSERT_TRUE(header.ok());
+  // The structural verifier's view of each (with checksums each is a description checksum error).
   // Wrong identifier.
   auto wrong_id = bytes;
   wrong_id[header->flatbuffer_offset + 4] = 'X';
-  EXPECT_NE(load_error(wrong_id).find("identifier is not \"KSTL\""), std::string::npos);
+  EXPECT_NE(load_error(wrong_id).find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(structural_error(wrong_id).find("identifier is not \"KSTL\""), std::string::npos);
   // Filled with 0xff after the identifier: offsets point outside the buffer.
   auto filled = bytes;
   std::fill(filled.begin() + header->flatbuffer_offset + 8,
             filled.begin() + header->flatbuffer_offset + header->flatbuffer_size, 0xff);
-  std::string message = load_error(filled);
+  std::string message = structural_error(filled);
   EXPECT_NE(message.find("failed verification"), std::string::npos) << message;
   // A root offset pointing past the end.
   auto root = bytes;
   root[header->flatbuffer_offset + 3] = 0x7f;
-  message = load_error(root);
+  message = structural_error(root);
   EXPECT_NE(message.find("failed verification"), std::string::npos) << message;
   // Zeroed: whatever it decodes to is refused.
   auto zeroed = bytes;
   std::fill(zeroed.begin() + header->flatbuffer_offset + 8,
             zeroed.begin() + header->flatbuffer_offset + header->flatbuffer_size, 0);
-  EXPECT_FALSE(load_error(zeroed).empty());
+  EXPECT_FALSE(structural_error(zeroed).empty());
 }
 
 TEST(ProgramBadInput, SegmentTableOutOfRange) {
@@ -324,7 +362,7 @@ const SpecCase kSpecCases[] = {
      ErrorCode::kOutOfRange, "are outside segment 0"},
     {"misaligned constant",
      [](ProgramSpec& s) {
-       s.segments[0].resize(128);
+       s.segments[0] = testing::pattern(128, 3);
        forward(s).values[1].constant.offset = 2;
      },
      ErrorCode::kCorrupt, "constant offset 2 in segment 0 is not a multiple of 4 (f32)"},
@@ -419,6 +457,20 @@ const SpecCase kSpecCases[] = {
      "method 1: two methods are named 'forward'"},
     {"empty method name", [](ProgramSpec& s) { forward(s).name.clear(); }, ErrorCode::kCorrupt,
      "method 0 has an empty name"},
+    // Arenas larger than the method's intermediates laid end to end are refused before any
+    // allocation (each of these once made `run` abort, wrap to a tiny buffer, or take 2 GiB).
+    {"arena of 2^31 bytes", [](ProgramSpec& s) { forward(s).arena_bytes = uint64_t{1} << 31; }, ErrorCode::kCorrupt,
+     "method 'forward': arena_bytes 2147483648 is more than its 1 intermediates can use (128 bytes, each rounded up "
+     "to 64)"},
+    {"arena of 2^40 bytes", [](ProgramSpec& s) { forward(s).arena_bytes = uint64_t{1} << 40; }, ErrorCode::kCorrupt,
+     "arena_bytes 1099511627776 is more than its 1 intermediates can use"},
+    {"arena of 2^63 bytes", [](ProgramSpec& s) { forward(s).arena_bytes = uint64_t{1} << 63; }, ErrorCode::kCorrupt,
+     "arena_bytes 9223372036854775808 is more than its 1 intermediates can use"},
+    {"arena of 2^64-1 bytes", [](ProgramSpec& s) { forward(s).arena_bytes = ~uint64_t{0}; }, ErrorCode::kCorrupt,
+     "arena_bytes 18446744073709551615 is more than its 1 intermediates can use"},
+    {"arena without intermediates", [](ProgramSpec& s) {
+       forward(s).values[2] = testing::alias("t", DType::kF32, {2, 3, 4}, 0);
+     }, ErrorCode::kCorrupt, "arena_bytes 128 is more than its 0 intermediates can use (0 bytes"},
     {"unsupported program version", [](ProgramSpec& s) { s.version = 7; }, ErrorCode::kUnsupported,
      "program version 7 is not supported (this build reads version 1)"},
 };

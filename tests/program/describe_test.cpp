@@ -27,7 +27,7 @@ TEST(DescribeProgram, RichProgram) {
   ASSERT_TRUE(bytes.ok());
   const std::string text = describe(spec);
   EXPECT_EQ(text.rfind("Kestrel program\n", 0), 0u) << text;
-  expect_line(text, "  format version: 1");
+  expect_line(text, "  format version: 2");
   expect_line(text, "  program version: 1");
   expect_line(text, fmt::format("  file bytes: {}", bytes->size()));
 
@@ -64,6 +64,14 @@ TEST(DescribeProgram, RichProgram) {
   // w (64 bytes, shared by both methods), b (32), q (68), table (32): the shared one counts once.
   expect_line(text, "constants: 4 tensors, 196 bytes");
   expect_line(text, "segments: 3, 301 bytes");
+  expect_line(text, "  checksums: xxh3-64, verified at load");
+  auto loaded = LoadedProgram::load_bytes(*bytes);
+  ASSERT_TRUE(loaded.ok());
+  // Each segment with what it holds and its checksum.
+  expect_line(text, fmt::format("  [0] constants: 256 bytes, checksum {:016x}", (*loaded)->segment_checksum(0)));
+  expect_line(text, fmt::format("  [1] payload of delegate 0 ('qnn'): 13 bytes, checksum {:016x}",
+                                (*loaded)->segment_checksum(1)));
+  expect_line(text, fmt::format("  [2] constants: 32 bytes, checksum {:016x}", (*loaded)->segment_checksum(2)));
   expect_line(text, "delegates (1):");
   expect_line(text, "  [0] backend 'qnn': payload segment 1, 13 bytes");
   expect_line(text, "    compile specs (3):");
@@ -91,6 +99,21 @@ TEST(DescribeProgram, ShortensLongValues) {
   expect_line(text, "      long = \"" + std::string(64, 'x') + "\"... (70 chars)");
   expect_line(text, "  [0] backend 'cpu': payload segment 0, 96 bytes");
   expect_line(text, "constants: 1 tensor, 96 bytes");
+}
+
+TEST(DescribeProgram, SaysWhenChecksumsWereNotVerified) {
+  ProgramSpec spec = testing::small_program();
+  spec.segments.push_back(testing::text_bytes("tokenizer bytes"));
+  spec.metadata["tokenizer_segment"] = int64_t{1};
+  auto bytes = serialize_program(spec);
+  ASSERT_TRUE(bytes.ok());
+  LoadOptions options;
+  options.verify_checksums = false;
+  auto loaded = LoadedProgram::load_bytes(*bytes, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  const std::string text = describe_program(**loaded);
+  expect_line(text, "  checksums: xxh3-64, not verified");
+  expect_line(text, fmt::format("  [1] tokenizer: 15 bytes, checksum {:016x}", (*loaded)->segment_checksum(1)));
 }
 
 TEST(DescribeProgram, EmptyProgram) {

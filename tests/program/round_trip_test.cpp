@@ -23,7 +23,8 @@ void expect_same_program(const LoadedProgram& loaded, const ProgramSpec& expecte
   ASSERT_EQ(loaded.num_segments(), expected.segments.size());
   for (uint32_t i = 0; i < expected.segments.size(); ++i) {
     const auto segment = loaded.segment(i);
-    EXPECT_EQ(std::vector<uint8_t>(segment.begin(), segment.end()), expected.segments[i]) << "segment " << i;
+    ASSERT_NE(expected.segments[i].held(), nullptr);
+    EXPECT_EQ(std::vector<uint8_t>(segment.begin(), segment.end()), *expected.segments[i].held()) << "segment " << i;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(segment.data()) % kSegmentAlignment, 0u) << "segment " << i;
   }
 }
@@ -42,7 +43,7 @@ void expect_constants_in_place(const LoadedProgram& loaded, const ProgramSpec& e
       if (value.constant.offset % kSegmentAlignment == 0) {
         EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes.data()) % kSegmentAlignment, 0u) << value.name;
       }
-      const auto& source = expected.segments[value.constant.segment];
+      const auto& source = *expected.segments[value.constant.segment].held();
       EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), source.begin() + value.constant.offset)) << value.name;
     }
   }

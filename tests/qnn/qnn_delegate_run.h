@@ -82,7 +82,7 @@ inline Result<DelegateRun> run_on_standin(const exporter::Graph& g, const std::m
     const exporter::Value& v = g.value(id);
     const Shape shape(std::span<const int64_t>(v.shape));
     if (v.input_kind == exporter::InputKind::kParameter || v.input_kind == exporter::InputKind::kConstant) {
-      TensorView view = TensorView::contiguous(v.dtype, shape, const_cast<uint8_t*>(v.data->bytes.data()));
+      TensorView view = TensorView::contiguous(v.dtype, shape, const_cast<uint8_t*>(v.data->held_bytes().data()));
       where.constants.push_back(view);
       where.method_inputs.push_back(-1);
       views.push_back(view);

@@ -293,7 +293,7 @@ TEST(QnnLoweringOps, WindowedAttentionAndPartialRotaryAreRefused) {
   auto payload = parse_qnn_payload(*bytes);
   ASSERT_TRUE(payload.ok());
   auto lowered = lower_to_qnn(*payload, [&](const QnnPayloadValue& value) -> Result<std::span<const uint8_t>> {
-    return std::span<const uint8_t>(g.value(value.id).data->bytes);
+    return g.value(value.id).data->held_bytes();
   });
   ASSERT_FALSE(lowered.ok());
   EXPECT_NE(lowered.error().message().find("partial rotary"), std::string::npos) << lowered.error().message();

@@ -119,7 +119,7 @@ TEST(QnnProgramLoad, DelegatesReportTheirOutputsOutOfExportedOrder) {
   auto program = load_spec(spec, standin_backends(std::make_shared<StandinApi>()));
   ASSERT_NE(program, nullptr);
   for (const auto& delegate : spec.delegates) {
-    auto payload = parse_qnn_payload(spec.segments[delegate.payload_segment]);
+    auto payload = parse_qnn_payload(*spec.segments[delegate.payload_segment].held());
     ASSERT_TRUE(payload.ok());
     EXPECT_GT(payload->outputs.size(), 1u);
   }
@@ -175,7 +175,7 @@ TEST(QnnProgramFile, WeightsAreStoredOnce) {
   EXPECT_LE(qnn_bytes, 1.2 * portable_bytes) << qnn_bytes << " vs " << portable_bytes;
   EXPECT_GT(embedded_bytes, 2.5 * portable_bytes) << "each method's payload copying the weights";
   for (const auto& delegate : qnn.delegates) {
-    auto payload = parse_qnn_payload(qnn.segments[delegate.payload_segment]);
+    auto payload = parse_qnn_payload(*qnn.segments[delegate.payload_segment].held());
     ASSERT_TRUE(payload.ok());
     EXPECT_TRUE(payload->blob.empty());
     for (const auto& value : payload->values) {

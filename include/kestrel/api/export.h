@@ -27,11 +27,15 @@ struct ExportRequest {
   std::string logits = "last";
   std::string tokenizer;  // llama2.c tokenizer.bin (for .bin checkpoints)
   std::function<void(const std::string&)> progress;  // one line per stage (may be empty)
+  // Bytes written so far and the file's size, as the program reaches the file (may be empty).
+  std::function<void(uint64_t written, uint64_t total)> write_progress;
 };
 
 // The weight dtypes a program can hold: f32, f16, bf16 or q8.
 Result<DType> parse_weight_dtype(const std::string& name);
 
+// Refuses an output that is one of the files it reads (the checkpoint, the tokenizer) before
+// reading anything (refuse_overwriting_inputs).
 Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request);
 
 }  // namespace kestrel::api

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kestrel/core/result.h"
+
 namespace kestrel {
 
 inline constexpr size_t kBufferAlignment = 64;
@@ -12,7 +14,11 @@ inline constexpr size_t kBufferAlignment = 64;
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
+  // Throws std::bad_alloc when the memory is not available, when `bytes` rounded up to the
+  // alignment does not fit in size_t, or when `alignment` is not a power of two.
   explicit AlignedBuffer(size_t bytes, size_t alignment = kBufferAlignment);
+  // The same without exceptions: a kCapacity error naming the size.
+  static Result<AlignedBuffer> allocate(size_t bytes, size_t alignment = kBufferAlignment);
   ~AlignedBuffer();
   AlignedBuffer(AlignedBuffer&& other) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;

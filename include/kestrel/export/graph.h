@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "kestrel/core/dtype.h"
 #include "kestrel/core/result.h"
+#include "kestrel/program/byte_source.h"
 #include "kestrel/program/spec.h"
 
 namespace kestrel::exporter {
@@ -19,12 +21,34 @@ namespace kestrel::exporter {
 using ValueId = int32_t;
 using NodeId = int32_t;
 
-// Bytes of a parameter or constant: either owned or a view into a mapped checkpoint,
-// kept alive by `keepalive`.
-struct ConstantData {
-  std::span<const uint8_t> bytes;
-  std::shared_ptr<const void> keepalive;
+// Bytes of a parameter or constant. Held (owned, or a view into a mapped checkpoint kept alive by
+// `keepalive`) or produced on demand: a conversion of checkpoint bytes that the program writer
+// runs while it streams the constant to the file, so an export never holds every converted
+// weight at once.
+class ConstantData final : public program::ByteSource {
+ public:
+  // Produces exactly the declared size, in chunks, into the sink; may run more than once.
+  using Producer = std::function<Status(const program::ByteSink&)>;
+
   static std::shared_ptr<const ConstantData> owned(std::vector<uint8_t> data);
+  static std::shared_ptr<const ConstantData> view(std::span<const uint8_t> bytes, std::shared_ptr<const void> keepalive);
+  static std::shared_ptr<const ConstantData> produced(uint64_t size, Producer producer);
+
+  uint64_t size() const override { return size_; }
+  Status write_to(const program::ByteSink& sink) const override;
+  // Held bytes are readable in place; produced ones only through write_to or read_all.
+  bool is_held() const { return !producer_; }
+  std::span<const uint8_t> held_bytes() const { return held_; }
+  // Every byte in one buffer: a copy of held bytes, or the producer's output. For consumers that
+  // need a whole tensor at once (tests; backends that embed weights in their payload).
+  Result<std::vector<uint8_t>> read_all() const;
+
+ private:
+  ConstantData() = default;
+  uint64_t size_ = 0;
+  std::span<const uint8_t> held_;
+  std::shared_ptr<const void> keepalive_;
+  Producer producer_;
 };
 
 enum class InputKind : uint8_t {

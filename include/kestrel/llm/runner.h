@@ -24,6 +24,7 @@ struct RunnerOptions {
   std::string allocator = "heap";                            // a registered buffer allocator
   std::shared_ptr<runtime::BufferAllocator> allocator_instance;  // overrides `allocator` when set
   const IOManagerRegistry* io_managers = nullptr;            // default: the global registry
+  program::LoadOptions load;                                 // e.g. skip checksum verification
 };
 
 struct GenerationConfig {

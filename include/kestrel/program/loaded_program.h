@@ -13,13 +13,23 @@
 
 namespace kestrel::program {
 
+struct LoadOptions {
+  // Compares the description's and every segment's checksum with the file's bytes, which reads
+  // the whole file. Off, a damaged weight or tokenizer byte goes unnoticed (the structure is
+  // still verified in full).
+  bool verify_checksums = true;
+};
+
 class LoadedProgram {
  public:
-  // Maps the file and verifies everything: magic, flatbuffer, every segment range, every value's
-  // dtype/shape/bytes against its segment or the arena, every value index in instructions.
-  static Result<std::shared_ptr<const LoadedProgram>> load_file(const std::string& path);
+  // Maps the file and verifies everything: magic, checksums, flatbuffer, every segment range,
+  // every value's dtype/shape/bytes against its segment or the arena, arena sizes, every value
+  // index in instructions.
+  static Result<std::shared_ptr<const LoadedProgram>> load_file(const std::string& path,
+                                                                const LoadOptions& options = {});
   // The same checks on bytes held in memory (copied into an aligned buffer).
-  static Result<std::shared_ptr<const LoadedProgram>> load_bytes(std::span<const uint8_t> bytes);
+  static Result<std::shared_ptr<const LoadedProgram>> load_bytes(std::span<const uint8_t> bytes,
+                                                                 const LoadOptions& options = {});
 
   ~LoadedProgram();
   LoadedProgram(const LoadedProgram&) = delete;
@@ -29,6 +39,10 @@ class LoadedProgram {
   const ProgramSpec& spec() const { return spec_; }
   size_t num_segments() const { return segments_.size(); }
   std::span<const uint8_t> segment(uint32_t index) const { return segments_.at(index); }
+  // The segment's XXH3-64 as the file records it.
+  uint64_t segment_checksum(uint32_t index) const { return segment_checksums_.at(index); }
+  // True when the checksums were compared with the bytes at load.
+  bool checksums_verified() const { return checksums_verified_; }
   // Bytes of one constant value (already bounds-checked at load).
   std::span<const uint8_t> constant_bytes(const ValueSpec& value) const;
   const MethodSpec* find_method(std::string_view name) const;
@@ -47,6 +61,8 @@ class LoadedProgram {
 
   ProgramSpec spec_;
   std::vector<std::span<const uint8_t>> segments_;
+  std::vector<uint64_t> segment_checksums_;
+  bool checksums_verified_ = false;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   uint32_t format_version_ = 0;

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "kestrel/core/dtype.h"
+#include "kestrel/program/byte_source.h"
 
 namespace kestrel::program {
 
@@ -89,6 +92,28 @@ struct DelegateSpec {
   friend bool operator==(const DelegateSpec&, const DelegateSpec&) = default;
 };
 
+// One segment's bytes for the writer: held in memory (payloads, the tokenizer, tests) or a
+// ByteSource the writer streams from (an export's constants, produced tensor by tensor).
+class Segment {
+ public:
+  Segment() = default;  // empty
+  Segment(std::vector<uint8_t> bytes);  // NOLINT(google-explicit-constructor): held bytes
+  Segment(std::initializer_list<uint8_t> bytes) : Segment(std::vector<uint8_t>(bytes)) {}
+  explicit Segment(std::shared_ptr<const ByteSource> source) : source_(std::move(source)) {}
+
+  uint64_t size() const { return source_ ? source_->size() : 0; }
+  // Null for an empty segment.
+  const ByteSource* source() const { return source_.get(); }
+  // The bytes when they are held in memory; null for a streamed source.
+  const std::vector<uint8_t>* held() const;
+
+  // Equal when both are the same source, or both hold the same bytes.
+  friend bool operator==(const Segment& a, const Segment& b);
+
+ private:
+  std::shared_ptr<const ByteSource> source_;
+};
+
 struct ProgramSpec {
   uint32_t version = kProgramVersion;
   Metadata metadata;
@@ -96,9 +121,14 @@ struct ProgramSpec {
   std::vector<DelegateSpec> delegates;
   // Bytes of each segment. Filled for writing; the loader leaves this empty and serves the
   // bytes from the mapped file (LoadedProgram::segment).
-  std::vector<std::vector<uint8_t>> segments;
+  std::vector<Segment> segments;
 
   friend bool operator==(const ProgramSpec&, const ProgramSpec&) = default;
 };
+
+// What a segment holds, for messages: "constants", "payload of delegate 0 ('qnn')", or for a
+// segment named by an integer metadata entry "<role>_segment" (the tokenizer's), "<role>";
+// "unreferenced" otherwise.
+std::string segment_role(const ProgramSpec& spec, uint32_t index);
 
 }  // namespace kestrel::program

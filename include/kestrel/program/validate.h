@@ -20,10 +20,14 @@ Result<uint64_t> value_storage_bytes(const ValueSpec& value);
 // size (2 for q8, whose blocks start with an f16 scale).
 uint64_t value_alignment(DType dtype);
 
+// The alignment the arena bound assumes for each intermediate (memory planners round up to it).
+inline constexpr uint64_t kArenaAlignment = 64;
+
 // Checks everything that does not need the file: program version; per method: a unique,
 // non-empty name, every value's dtype/kind/shape, constants inside their segment (offset and
 // nbytes within segment_sizes[segment], nbytes equal to the shape's storage bytes, offset
-// aligned), intermediates inside arena_bytes, aliases in range, not to themselves and not in a
+// aligned), intermediates inside arena_bytes, arena_bytes no more than the intermediates' sizes
+// rounded up to kArenaAlignment and summed, aliases in range, not to themselves and not in a
 // cycle, and no larger than their storage; inputs/outputs in range, of kind input/output,
 // unique, and every input/output value listed; every instruction's value indices in range, no
 // instruction writing a constant, delegate indices in range; per delegate: a backend id and a

@@ -65,7 +65,8 @@ class Program {
  public:
   static Result<std::shared_ptr<Program>> load(const std::string& path,
                                                std::shared_ptr<const KernelRegistry> kernels,
-                                               std::shared_ptr<const BackendRegistry> backends);
+                                               std::shared_ptr<const BackendRegistry> backends,
+                                               const program::LoadOptions& load_options = {});
   static Result<std::shared_ptr<Program>> from_loaded(
       std::shared_ptr<const program::LoadedProgram> loaded,
       std::shared_ptr<const KernelRegistry> kernels,

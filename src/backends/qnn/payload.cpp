@@ -225,14 +225,15 @@ Result<std::vector<uint8_t>> serialize_qnn_payload(
                {"output_index", output_index.count(id) ? output_index[id] : -1}};
     if (has_data) {
       KESTREL_ASSIGN_OR_RETURN(size_t want, expected_bytes(v.dtype, v.shape));
-      if (v.data->bytes.size() != want) {
+      if (v.data->size() != want) {
         return make_error(ErrorCode::kInvalidArgument,
                           "qnn preprocess: {} '{}' has {} bytes, but {} {} needs {}", qnn_value_kind_name(kind),
-                          v.name, v.data->bytes.size(), dtype_name(v.dtype), fmt::join(v.shape, "x"), want);
+                          v.name, v.data->size(), dtype_name(v.dtype), fmt::join(v.shape, "x"), want);
       }
+      KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> data, v.data->read_all());
       const size_t offset = align_up(blob.size(), kQnnPayloadAlignment);
       blob.resize(offset + want, 0);
-      if (want) std::memcpy(blob.data() + offset, v.data->bytes.data(), want);
+      if (want) std::memcpy(blob.data() + offset, data.data(), want);
       jv["data"] = {{"offset", offset}, {"nbytes", want}};
     }
     values.push_back(std::move(jv));

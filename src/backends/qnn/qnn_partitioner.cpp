@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <deque>
+
 #include "backends/qnn/edge_transforms.h"
 #include "backends/qnn/lowering/lowering.h"
 #include "kestrel/backends/qnn/compile_spec.h"
@@ -141,11 +143,14 @@ Result<std::vector<uint8_t>> QnnBackendExporter::preprocess(
   // Lower it once here, so anything QNN cannot express fails the export rather than the load.
   auto payload = parse_qnn_payload(bytes);
   if (!payload.ok()) return payload.error().with_context("qnn preprocess");
+  std::deque<std::vector<uint8_t>> produced;  // weights produced for this check (export streams them later)
   auto subgraph_bytes = [&](const QnnPayloadValue& value) -> Result<std::span<const uint8_t>> {
     if (value.embedded) return payload->data_of(value);
     const exporter::Value& v = subgraph.value(value.id);
     if (!v.data) return make_error(ErrorCode::kInvalidArgument, "qnn preprocess: '{}' has no data", v.name);
-    return v.data->bytes;
+    if (v.data->is_held()) return v.data->held_bytes();
+    KESTREL_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, v.data->read_all());
+    return std::span<const uint8_t>(produced.emplace_back(std::move(bytes)));
   };
   auto plan = lower_to_qnn(*payload, subgraph_bytes);
   if (!plan.ok()) return plan.error().with_context("qnn preprocess");

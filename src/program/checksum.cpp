@@ -1,0 +1,25 @@
+#include "program/checksum.h"
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value
+#include <xxhash.h>
+
+namespace kestrel::program::format {
+
+uint64_t checksum(std::span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+struct StreamingChecksum::State {
+  XXH3_state_t xxh3;
+};
+
+StreamingChecksum::StreamingChecksum() : state_(std::make_unique<State>()) { reset(); }
+StreamingChecksum::~StreamingChecksum() = default;
+
+void StreamingChecksum::reset() { XXH3_64bits_reset(&state_->xxh3); }
+
+void StreamingChecksum::update(std::span<const uint8_t> bytes) {
+  XXH3_64bits_update(&state_->xxh3, bytes.data(), bytes.size());
+}
+
+uint64_t StreamingChecksum::digest() const { return XXH3_64bits_digest(&state_->xxh3); }
+
+}  // namespace kestrel::program::format
