@@ -26,6 +26,12 @@ inline constexpr const char* kBosId = "bos_id";
 inline constexpr const char* kEosIds = "eos_ids";
 inline constexpr const char* kTokenizerFormat = "tokenizer_format";    // "hf_json" | "llama2c" | "none"
 inline constexpr const char* kTokenizerSegment = "tokenizer_segment";  // segment index holding its bytes
+// Optional: who writes the new k/v slices into the caches. "runner" (the default when absent):
+// the runner copies them from the k_new/v_new outputs after each call; "in_place": every method
+// writes them into its cache inputs during the call, and the runner copies nothing.
+inline constexpr const char* kCacheUpdate = "cache_update";
+inline constexpr const char* kCacheUpdateRunner = "runner";
+inline constexpr const char* kCacheUpdateInPlace = "in_place";
 }  // namespace hf_static
 
 }  // namespace kestrel::contract
