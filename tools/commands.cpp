@@ -14,6 +14,7 @@ void register_commands(CLI::App& app) {
   add_export_command(app);
   add_run_command(app);
   add_inspect_command(app);
+  add_bench_command(app);
 }
 
 }  // namespace kestrel::tools

@@ -13,5 +13,6 @@ void add_inspect_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_create_model_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace kestrel::tools

@@ -9,12 +9,11 @@
 #include <random>
 #include <sstream>
 
-#include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/core/error_helpers.h"
-#include "kestrel/kernels/portable.h"
 #include "kestrel/llm/runner.h"
 #include "tools/backend_catalog.h"
 #include "tools/commands.h"
+#include "tools/kernel_choice.h"
 
 namespace kestrel::tools {
 
@@ -102,22 +101,10 @@ Status run_chat(llm::Runner& runner, llm::GenerationConfig config, const RunArgs
   return ok_status();
 }
 
-Result<std::shared_ptr<const runtime::KernelRegistry>> kernel_registry(const RunArgs& args) {
-  if (args.threads < 0)
-    return make_error(ErrorCode::kInvalidArgument, "--threads must be 0 (all cores) or more, got {}", args.threads);
-  if (args.kernels == "portable") return kernels::portable_kernel_registry();
-  if (args.kernels == "optimized") {
-    cpu::CpuKernelOptions kernel_options;
-    kernel_options.threads = args.threads;
-    return cpu::optimized_kernel_registry(kernel_options);
-  }
-  return make_error(ErrorCode::kInvalidArgument, "--kernels must be portable or optimized, got '{}'", args.kernels);
-}
-
 Status run_generate(const RunArgs& args) {
   if (args.chat && args.json) return make_error(ErrorCode::kInvalidArgument, "--chat and --json cannot be combined");
   llm::RunnerOptions options;
-  KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry(args));
+  KESTREL_ASSIGN_OR_RETURN(options.kernels, kernel_registry_for(args.kernels, args.threads));
   options.backends = runtime_backends();
   options.allocator = args.allocator;
   KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));

@@ -12,6 +12,7 @@
 #include "backends/cpu/packed_matrix.h"
 #include "kernels/check.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/program/loaded_program.h"
 #include "kernels/ops.h"
 #include "kestrel/kernels/portable.h"
 
@@ -67,8 +68,20 @@ Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const voi
   if (!packable || N == 0 || K == 0 || x.shape.dim(-1) != K) return prepared;
   if (w.dtype == DType::kQ8 && !state->config.q8_quantize_activations) return prepared;
 
+  // One arena per program holds all its packed matrices (none without a program-wide cache).
+  std::shared_ptr<PackedArena> arena;
+  if (ctx.constants != nullptr && ctx.program != nullptr) {
+    // Packed weights are the program's weights plus a little padding per matrix: twice the
+    // file is a generous reserve (address space only; the pages written are what counts).
+    const size_t capacity = 2 * ctx.program->file_bytes() + (size_t{64} << 20);
+    KESTREL_ASSIGN_OR_RETURN(auto shared, ctx.constants->get_or_make("cpu.linear.arena", [&]() -> Result<std::shared_ptr<const void>> {
+      KESTREL_ASSIGN_OR_RETURN(auto made, PackedArena::reserve(capacity));
+      return std::shared_ptr<const void>(made);
+    }));
+    arena = std::const_pointer_cast<PackedArena>(std::static_pointer_cast<const PackedArena>(shared));
+  }
   auto pack = [&]() -> Result<std::shared_ptr<const void>> {
-    KESTREL_ASSIGN_OR_RETURN(auto matrix, PackedMatrix::pack(w.dtype, w.data, N, K, ctx.pool));
+    KESTREL_ASSIGN_OR_RETURN(auto matrix, PackedMatrix::pack(w.dtype, w.data, N, K, ctx.pool, arena));
     // Calls read only the packed copy from now on; the file's pages can leave memory.
     KESTREL_ASSIGN_OR_RETURN(const size_t bytes, w.storage_bytes());
     ctx.release_constant({static_cast<const uint8_t*>(w.data), bytes});

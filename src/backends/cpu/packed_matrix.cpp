@@ -86,22 +86,47 @@ PackedLayout packed_layout(DType dtype, int64_t N, int64_t K) {
   return layout;
 }
 
+Result<std::shared_ptr<PackedArena>> PackedArena::reserve(size_t capacity) {
+  std::shared_ptr<PackedArena> arena(new PackedArena());
+  // Rounded to whole huge pages and aligned to one, so the kernel can back it with them.
+  arena->mapping_bytes_ = (capacity + 2 * kHugePage - 1) / kHugePage * kHugePage;
+  void* mapping = ::mmap(nullptr, arena->mapping_bytes_, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED)
+    return make_error(ErrorCode::kIo, "cannot reserve {} bytes for repacked weights", arena->mapping_bytes_);
+  arena->mapping_ = mapping;
+  arena->base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) / kHugePage * kHugePage);
+  arena->capacity_ = arena->mapping_bytes_ - kHugePage;
+  ::madvise(arena->base_, arena->capacity_, MADV_HUGEPAGE);  // a hint: failure is harmless
+  return arena;
+}
+
+PackedArena::~PackedArena() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+}
+
+uint8_t* PackedArena::allocate(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t start = (used_ + 63) / 64 * 64;
+  if (start > capacity_ || bytes > capacity_ - start) return nullptr;
+  used_ = start + bytes;
+  return base_ + start;
+}
+
 Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, const void* weights, int64_t N, int64_t K,
-                                                               runtime::ThreadPool* pool) {
+                                                               runtime::ThreadPool* pool,
+                                                               std::shared_ptr<PackedArena> arena) {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kQ8)
     return make_error(ErrorCode::kUnsupported, "cannot repack {} weights", dtype_name(dtype));
   std::shared_ptr<PackedMatrix> matrix(new PackedMatrix());
   matrix->layout_ = packed_layout(dtype, N, K);
   matrix->bytes_ = static_cast<size_t>(matrix->layout_.panels) * matrix->layout_.panel_bytes;
-  // Rounded to whole huge pages and aligned to one, so the kernel can back it with them.
-  matrix->mapping_bytes_ = (matrix->bytes_ + 2 * kHugePage - 1) / kHugePage * kHugePage;
-  void* mapping = ::mmap(nullptr, matrix->mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping == MAP_FAILED)
-    return make_error(ErrorCode::kIo, "cannot map {} bytes for repacked {} weights [{}, {}]",
-                      matrix->mapping_bytes_, dtype_name(dtype), N, K);
-  matrix->mapping_ = mapping;
-  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) / kHugePage * kHugePage);
-  ::madvise(base, matrix->mapping_bytes_ - kHugePage, MADV_HUGEPAGE);  // a hint: failure is harmless
+  uint8_t* base = arena != nullptr ? arena->allocate(matrix->bytes_) : nullptr;
+  if (base == nullptr) {
+    KESTREL_ASSIGN_OR_RETURN(arena, PackedArena::reserve(matrix->bytes_));
+    base = arena->allocate(matrix->bytes_);
+  }
+  matrix->arena_ = std::move(arena);
   matrix->layout_.data = base;
 
   const auto* src = static_cast<const uint8_t*>(weights);
@@ -109,10 +134,6 @@ Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, cons
   parallel_for(pool, layout.panels,
                [&](int64_t p, int) { pack_panel(layout, src, p, base + static_cast<size_t>(p) * layout.panel_bytes); });
   return std::shared_ptr<const PackedMatrix>(std::move(matrix));
-}
-
-PackedMatrix::~PackedMatrix() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
 }
 
 }  // namespace kestrel::cpu::detail

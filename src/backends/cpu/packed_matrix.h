@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "kestrel/core/dtype.h"
 #include "kestrel/core/result.h"
@@ -46,16 +47,37 @@ struct PackedLayout {
 
 inline constexpr size_t kQ8PairBytes = 64 + 2 * 512;
 
-// Owns one repacked matrix in anonymous memory (transparent huge pages advised: decode streams
-// it, and page walks are a large share of a stream's cost on small pages).
+// Anonymous memory for the packed matrices of one program, handed out front to back, with
+// transparent huge pages advised: decode streams the weights, and page walks are a large share
+// of a stream's cost on small pages. One region for all matrices keeps small ones from each
+// occupying a huge page of their own. Only the pages written count towards the resident set.
+class PackedArena {
+ public:
+  // Reserves `capacity` bytes of address space (nothing is committed until written).
+  static Result<std::shared_ptr<PackedArena>> reserve(size_t capacity);
+  ~PackedArena();
+  PackedArena(const PackedArena&) = delete;
+  PackedArena& operator=(const PackedArena&) = delete;
+  // `bytes` at a 64-byte boundary, or null when the reserve is exhausted.
+  uint8_t* allocate(size_t bytes);
+
+ private:
+  PackedArena() = default;
+  void* mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
+  uint8_t* base_ = nullptr;
+  size_t capacity_ = 0, used_ = 0;
+  std::mutex mutex_;
+};
+
+// One repacked matrix. Its bytes come from an arena (kept alive by the matrix) or, without one
+// or when it is full, from an arena of its own.
 class PackedMatrix {
  public:
   // Repacks `weights` ([N, K] row-major, dtype f32/f16/bf16/q8) with the pool's threads.
   static Result<std::shared_ptr<const PackedMatrix>> pack(DType dtype, const void* weights, int64_t N, int64_t K,
-                                                          runtime::ThreadPool* pool);
-  ~PackedMatrix();
-  PackedMatrix(const PackedMatrix&) = delete;
-  PackedMatrix& operator=(const PackedMatrix&) = delete;
+                                                          runtime::ThreadPool* pool,
+                                                          std::shared_ptr<PackedArena> arena = nullptr);
 
   const PackedLayout& layout() const { return layout_; }
   size_t bytes() const { return bytes_; }
@@ -63,8 +85,7 @@ class PackedMatrix {
  private:
   PackedMatrix() = default;
   PackedLayout layout_;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
+  std::shared_ptr<PackedArena> arena_;
   size_t bytes_ = 0;
 };
 
