@@ -93,9 +93,9 @@ Result<double> run_generate(llm::IOManager& io, const std::vector<int64_t>& toke
 Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
   if (args.reps < 1) return make_error(ErrorCode::kInvalidArgument, "-r/--repetitions must be >= 1, got {}", args.reps);
   for (int64_t n : args.prompt_lengths)
-    if (n < 1) return make_error(ErrorCode::kInvalidArgument, "-p: prompt lengths must be >= 1, got {}", n);
+    if (n < 0) return make_error(ErrorCode::kInvalidArgument, "-p: prompt lengths must be >= 0, got {}", n);
   for (int64_t n : args.generate_lengths)
-    if (n < 1) return make_error(ErrorCode::kInvalidArgument, "-n: generated lengths must be >= 1, got {}", n);
+    if (n < 0) return make_error(ErrorCode::kInvalidArgument, "-n: generated lengths must be >= 0, got {}", n);
   std::vector<TestResult> results;
   for (int threads : args.threads) {
     llm::RunnerOptions options;
@@ -129,6 +129,7 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       return ok_status();
     };
     for (int64_t n : args.prompt_lengths) {
+      if (n == 0) continue;  // -p 0: no prompt test (as llama-bench)
       TestResult test;
       test.name = fmt::format("pp{}", n);
       test.n_prompt = n;
@@ -137,6 +138,7 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       KESTREL_RETURN_IF_ERROR(measure(test, [&] { return run_prompt(io, tokens); }));
     }
     for (int64_t n : args.generate_lengths) {
+      if (n == 0) continue;
       TestResult test;
       test.name = fmt::format("tg{}", n);
       test.n_gen = n;
@@ -196,10 +198,10 @@ void add_bench_command(CLI::App& app) {
   auto* command = app.add_subcommand("bench", "Measure prompt processing and generation speed (like llama-bench)");
   static BenchArgs args;
   command->add_option("PROGRAM", args.program, "Program file (.kst)")->required();
-  command->add_option("-p,--n-prompt", args.prompt_lengths, "Prompt lengths to process, e.g. 128,512")
+  command->add_option("-p,--n-prompt", args.prompt_lengths, "Prompt lengths to process, e.g. 128,512 (0: none)")
       ->delimiter(',')
       ->capture_default_str();
-  command->add_option("-n,--n-gen", args.generate_lengths, "Token counts to generate, e.g. 128")
+  command->add_option("-n,--n-gen", args.generate_lengths, "Token counts to generate, e.g. 128 (0: none)")
       ->delimiter(',')
       ->capture_default_str();
   command->add_option("-t,--threads", args.threads, "Thread counts, e.g. 1,2 (0: every core)")
