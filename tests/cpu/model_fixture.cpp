@@ -15,8 +15,7 @@
 
 namespace kestrel::cpu::testing {
 
-std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, int64_t prefill_step,
-                                                                 int64_t max_context) {
+program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t max_context) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path() /
                    ("kestrel-cpu-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
@@ -31,30 +30,39 @@ std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, in
   config.init_scale = 0.2f;
   config.bos_id = 1;
   config.eos_id = 2;
-  std::shared_ptr<const program::LoadedProgram> loaded;
+  program::ProgramSpec out;
   auto status = fixtures::write_hf_checkpoint(dir.string(), config);
   EXPECT_TRUE(status.ok()) << status.error().to_string();
   if (status.ok()) {
     auto checkpoint = exporter::load_checkpoint(dir.string());
     EXPECT_TRUE(checkpoint.ok()) << checkpoint.error().to_string();
-    exporter::ExportOptions options;
-    options.dtype = dtype;
-    options.prefill_step = prefill_step;
-    options.max_context = max_context;
-    auto spec = checkpoint.ok() ? exporter::export_program(*checkpoint, options)
-                                : Result<program::ProgramSpec>(checkpoint.error());
-    EXPECT_TRUE(spec.ok()) << spec.error().to_string();
-    auto bytes = spec.ok() ? program::serialize_program(*spec) : Result<std::vector<uint8_t>>(spec.error());
-    EXPECT_TRUE(bytes.ok());
-    if (bytes.ok()) {
-      auto program = program::LoadedProgram::load_bytes(*bytes);
-      EXPECT_TRUE(program.ok()) << program.error().to_string();
-      if (program.ok()) loaded = *program;
+    if (checkpoint.ok()) {
+      exporter::ExportOptions options;
+      options.dtype = dtype;
+      options.prefill_step = prefill_step;
+      options.max_context = max_context;
+      auto spec = exporter::export_program(*checkpoint, options);
+      EXPECT_TRUE(spec.ok()) << spec.error().to_string();
+      if (spec.ok()) out = std::move(spec).value();
     }
   }
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
-  return loaded;
+  return out;
+}
+
+std::shared_ptr<const program::LoadedProgram> load_program_spec(const program::ProgramSpec& spec) {
+  auto bytes = program::serialize_program(spec);
+  EXPECT_TRUE(bytes.ok()) << bytes.error().to_string();
+  if (!bytes.ok()) return nullptr;
+  auto program = program::LoadedProgram::load_bytes(*bytes);
+  EXPECT_TRUE(program.ok()) << program.error().to_string();
+  return program.ok() ? *program : nullptr;
+}
+
+std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, int64_t prefill_step,
+                                                                 int64_t max_context) {
+  return load_program_spec(small_model_spec(dtype, prefill_step, max_context));
 }
 
 std::unique_ptr<llm::HfStaticIOManager> load_io(std::shared_ptr<const program::LoadedProgram> program,
