@@ -55,41 +55,27 @@ using Clock = std::chrono::steady_clock;
 #define KESTREL_DPBUSD_YMM(n) "%{vex%} vpdpbusd %[a], %[b], %%ymm" #n "\n\t"
 #define KESTREL_DPBF16_ZMM(n) "vdpbf16ps %[a], %[b], %%zmm" #n "\n\t"
 
-__attribute__((target("avx512f"))) void fma512(int64_t iterations) {
-  const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(0.5f);
-  __asm__ volatile("1:\n\t" KESTREL_REPEAT24(KESTREL_FMA_ZMM) "dec %[n]\n\tjnz 1b"
-                   : [n] "+r"(iterations)
-                   : [a] "v"(a), [b] "v"(b)
-                   : KESTREL_ZMM_CLOBBERS, "cc");
-}
-__attribute__((target("avx2,fma"))) void fma256(int64_t iterations) {
-  const __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(0.5f);
-  __asm__ volatile(KESTREL_REPEAT12(KESTREL_ZERO_YMM) "1:\n\t" KESTREL_REPEAT12(KESTREL_FMA_YMM) "dec %[n]\n\tjnz 1b"
-                   : [n] "+r"(iterations)
-                   : [a] "x"(a), [b] "x"(b)
-                   : KESTREL_YMM_CLOBBERS, "cc");
-}
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void dpbusd512(int64_t iterations) {
-  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(5);
-  __asm__ volatile(KESTREL_REPEAT24(KESTREL_ZERO_ZMM) "1:\n\t" KESTREL_REPEAT24(KESTREL_DPBUSD_ZMM) "dec %[n]\n\tjnz 1b"
-                   : [n] "+r"(iterations)
-                   : [a] "v"(a), [b] "v"(b)
-                   : KESTREL_ZMM_CLOBBERS, "cc");
-}
-__attribute__((target("avx2,avxvnni"))) void dpbusd256(int64_t iterations) {
-  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
-  __asm__ volatile(KESTREL_REPEAT12(KESTREL_ZERO_YMM) "1:\n\t" KESTREL_REPEAT12(KESTREL_DPBUSD_YMM) "dec %[n]\n\tjnz 1b"
-                   : [n] "+r"(iterations)
-                   : [a] "x"(a), [b] "x"(b)
-                   : KESTREL_YMM_CLOBBERS, "cc");
-}
-__attribute__((target("avx512f,avx512bf16"))) void dpbf16_512(int64_t iterations) {
-  const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(0.5f);
-  __asm__ volatile(KESTREL_REPEAT24(KESTREL_ZERO_ZMM) "1:\n\t" KESTREL_REPEAT24(KESTREL_DPBF16_ZMM) "dec %[n]\n\tjnz 1b"
-                   : [n] "+r"(iterations)
-                   : [a] "v"(a), [b] "v"(b)
-                   : KESTREL_ZMM_CLOBBERS, "cc");
-}
+// One peak kernel: `iterations` rounds of REPEAT(INSN) on accumulators zeroed first. The
+// operands a and b are constant vectors (values do not change the throughput).
+#define KESTREL_PEAK_KERNEL(NAME, TARGET, REPEAT, ZERO, INSN, VEC, SET1, CONSTRAINT, CLOBBERS)             \
+  __attribute__((target(TARGET))) void NAME(int64_t iterations) {                                         \
+    const VEC a = SET1, b = SET1;                                                                        \
+    __asm__ volatile(REPEAT(ZERO) "1:\n\t" REPEAT(INSN) "dec %[n]\n\tjnz 1b"                            \
+                     : [n] "+r"(iterations)                                                              \
+                     : [a] CONSTRAINT(a), [b] CONSTRAINT(b)                                              \
+                     : CLOBBERS, "cc");                                                                  \
+  }
+
+KESTREL_PEAK_KERNEL(fma512, "avx512f", KESTREL_REPEAT24, KESTREL_ZERO_ZMM, KESTREL_FMA_ZMM, __m512,
+                    _mm512_set1_ps(0.5f), "v", KESTREL_ZMM_CLOBBERS)
+KESTREL_PEAK_KERNEL(fma256, "avx2,fma", KESTREL_REPEAT12, KESTREL_ZERO_YMM, KESTREL_FMA_YMM, __m256,
+                    _mm256_set1_ps(0.5f), "x", KESTREL_YMM_CLOBBERS)
+KESTREL_PEAK_KERNEL(dpbusd512, "avx512f,avx512bw,avx512vnni", KESTREL_REPEAT24, KESTREL_ZERO_ZMM, KESTREL_DPBUSD_ZMM,
+                    __m512i, _mm512_set1_epi8(3), "v", KESTREL_ZMM_CLOBBERS)
+KESTREL_PEAK_KERNEL(dpbusd256, "avx2,avxvnni", KESTREL_REPEAT12, KESTREL_ZERO_YMM, KESTREL_DPBUSD_YMM, __m256i,
+                    _mm256_set1_epi8(3), "x", KESTREL_YMM_CLOBBERS)
+KESTREL_PEAK_KERNEL(dpbf16_512, "avx512f,avx512bf16", KESTREL_REPEAT24, KESTREL_ZERO_ZMM, KESTREL_DPBF16_ZMM, __m512,
+                    _mm512_set1_ps(0.5f), "v", KESTREL_ZMM_CLOBBERS)
 #endif
 
 struct Kind {

@@ -128,23 +128,19 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       results.push_back(std::move(result));
       return ok_status();
     };
-    for (int64_t n : args.prompt_lengths) {
-      if (n == 0) continue;  // -p 0: no prompt test (as llama-bench)
-      TestResult test;
-      test.name = fmt::format("pp{}", n);
-      test.n_prompt = n;
+    // Prompt tests first, then generation tests, as llama-bench orders them; 0 means none.
+    std::vector<TestResult> tests;
+    for (int64_t n : args.prompt_lengths)
+      if (n > 0) tests.push_back(TestResult{fmt::format("pp{}", n), n, 0});
+    for (int64_t n : args.generate_lengths)
+      if (n > 0) tests.push_back(TestResult{fmt::format("tg{}", n), 0, n});
+    for (TestResult& test : tests) {
+      const int64_t n = test.n_prompt + test.n_gen;
       KESTREL_RETURN_IF_ERROR(fits(test.name, n));
       const auto tokens = bench_tokens(n, info.vocab_size);
-      KESTREL_RETURN_IF_ERROR(measure(test, [&] { return run_prompt(io, tokens); }));
-    }
-    for (int64_t n : args.generate_lengths) {
-      if (n == 0) continue;
-      TestResult test;
-      test.name = fmt::format("tg{}", n);
-      test.n_gen = n;
-      KESTREL_RETURN_IF_ERROR(fits(test.name, n));
-      const auto tokens = bench_tokens(n, info.vocab_size);
-      KESTREL_RETURN_IF_ERROR(measure(test, [&] { return run_generate(io, tokens); }));
+      const bool prompt = test.n_prompt > 0;
+      KESTREL_RETURN_IF_ERROR(
+          measure(test, [&] { return prompt ? run_prompt(io, tokens) : run_generate(io, tokens); }));
     }
   }
   return results;

@@ -1,38 +1,7 @@
-// The AVX-512 kernels of kernels_avx512.cpp, with bf16 weights multiplied by vdpbf16ps (activations rounded to bf16).
-#include "backends/cpu/simd/simd_kernels.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-// GCC 12's AVX-512 headers start some intrinsics from an "undefined" register it then reports
-// as maybe-uninitialized.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")
-#endif
-
-namespace kestrel::cpu::detail::avx512_bf16 {
+// The AVX-512 kernels with bf16 weights multiplied by vdpbf16ps (activations rounded to bf16).
+#define KESTREL_ISA_NAMESPACE avx512_bf16
+#define KESTREL_ISA_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c"
+#define KESTREL_VECTOR_FILE "backends/cpu/simd/vec512.inc"
 #define KESTREL_BF16_DOT 1
 #define KESTREL_AVX_VNNI 0
-#include "backends/cpu/simd/vec512.inc"
-#include "backends/cpu/simd/simd_kernels.inc"
-#undef KESTREL_AVX_VNNI
-#undef KESTREL_BF16_DOT
-}  // namespace kestrel::cpu::detail::avx512_bf16
-
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#pragma GCC diagnostic pop
-#endif
-
-#endif  // __x86_64__
+#include "backends/cpu/simd/isa_unit.inc"
