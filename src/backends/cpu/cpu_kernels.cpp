@@ -84,7 +84,7 @@ std::optional<Isa> isa_from_name(std::string_view name) {
 }
 
 bool isa_supported(Isa isa) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
   static const bool avx2 = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -111,7 +111,7 @@ Isa best_supported_isa() {
   // Rapids class core, 83 against 170 GFLOP/s, and bf16 linears 1.8x slower than widening the
   // weights to f32 (see docs/performance.md). There the widening path is the default and the
   // bf16 set stays available on request.
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
   __builtin_cpu_init();
   const bool bf16_at_fma_rate = __builtin_cpu_is("amd");
 #else

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/packed_matrix.h"
@@ -132,9 +133,18 @@ Status linear(KernelContext& ctx) {
     auto* scale = scratch.take<float>(rows * blocks);
     auto* corr = scratch.take<int32_t>(rows * blocks);
     if (q == nullptr || scale == nullptr || corr == nullptr) return out_of_scratch();
-    // A non-finite activation: the reference's arithmetic propagates it exactly.
-    if (!config.simd->quantize_q8(op.x, dims.M, dims.K, dims.K, kp, q, scale, corr))
-      return kernels::linear_kernel(ctx);
+    // Rows split over the pool when there are several (each row is quantized on its own, so
+    // the split changes no bit). A non-finite activation: the reference's arithmetic
+    // propagates it exactly, so the portable kernel runs.
+    std::atomic<bool> finite{true};
+    const int64_t parts = std::min<int64_t>(dims.M, pool_threads(ctx.pool));
+    parallel_for(ctx.pool, parts, [&](int64_t part, int) {
+      const int64_t r0 = dims.M * part / parts, r1 = dims.M * (part + 1) / parts;
+      if (!config.simd->quantize_q8(op.x + r0 * dims.K, r1 - r0, dims.K, dims.K, kp, q + r0 * kp,
+                                    scale + r0 * blocks, corr + r0 * blocks))
+        finite.store(false, std::memory_order_relaxed);
+    });
+    if (!finite.load()) return kernels::linear_kernel(ctx);
     op.xq = q;
     op.x_scale = scale;
     op.x_corr = corr;
