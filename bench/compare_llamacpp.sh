@@ -36,6 +36,12 @@
 #   PREFILL_STEP      kestrel's prefill step (tokens per prefill call) [128]
 #   REPS              interleaved repetitions per cell [5]
 #   BW_MIB            read_bandwidth buffer for the DRAM figure, MiB [1024]
+#   QUIET_BUSY        before every repetition, wait until the other processes keep at most this
+#                     fraction of the CPUs busy (sampled over one second) [0.10]
+#   QUIET_MAX_WAIT    ... but never longer than this many seconds per repetition [900]
+#
+# The machine may be shared: the background load measured before each repetition is logged
+# and reported per cell (median), next to the results.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,8 +77,34 @@ n_tokens="${N_TOKENS:-128}"
 prefill_step="${PREFILL_STEP:-128}"
 reps="${REPS:-5}"
 bw_mib="${BW_MIB:-1024}"
+quiet_busy="${QUIET_BUSY:-0.10}"
+quiet_max_wait="${QUIET_MAX_WAIT:-900}"
 
 log() { echo "[compare] $*" >&2; }
+
+# Fraction of all CPUs busy over one second (nothing of this script runs meanwhile).
+busy_fraction() {
+  python3 -c 'import time
+def snap():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return v[3] + v[4], sum(v)
+i0, t0 = snap(); time.sleep(1.0); i1, t1 = snap()
+print(f"{1 - (i1 - i0) / max(1, t1 - t0):.2f}")'
+}
+# Waits until the background load is at most QUIET_BUSY (or QUIET_MAX_WAIT passed); prints it.
+wait_quiet() {
+  local start="${SECONDS}" busy
+  while :; do
+    busy="$(busy_fraction)"
+    if python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "${busy}" "${quiet_busy}" ||
+       (( SECONDS - start >= quiet_max_wait )); then
+      echo "${busy}"
+      return
+    fi
+    sleep 4
+  done
+}
 json_get() {  # JSON text, then keys / indices down to a value
   python3 -c 'import json, sys
 v = json.loads(sys.argv[1])
@@ -137,8 +169,9 @@ for dtype in ${dtypes}; do
     for test in $(for p in ${prompts}; do echo "pp${p}"; done) "tg${n_tokens}"; do
       n="${test#??}"
       if [[ "${test}" == pp* ]]; then p="${n}" g=0; else p=0 g="${n}"; fi
-      k=() l=() b=()
+      k=() l=() b=() q=()
       for ((r = 0; r < reps; ++r)); do
+        q+=("$(wait_quiet)")
         k+=("$(kestrel_tps "${program}" "${t}" "${p}" "${g}")")
         l+=("$(llama_tps "${gguf}" "${t}" "${p}" "${g}")")
         if [[ "${test}" == tg* ]]; then
@@ -146,12 +179,13 @@ for dtype in ${dtypes}; do
         else
           b+=(0)
         fi
-        log "${dtype} t=${t} ${test} rep ${r}: kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s"
+        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s"
       done
       read -r k_med k_best <<< "$(stats "${k[@]}")"
       read -r l_med l_best <<< "$(stats "${l[@]}")"
       read -r b_med b_best <<< "$(stats "${b[@]}")"
-      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med}")
+      q_med="$(python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.2f}")' "${q[@]}")"
+      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med}")
     done
   done
 done
@@ -169,25 +203,25 @@ for line in sys.argv[4].splitlines():
 rows = [r.split() for r in sys.argv[5:]]
 
 print(f"\nprompt processing, tokens/s, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s | kestrel / peak |")
-print("|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws in rows:
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s | kestrel / peak | background busy |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
     if not test.startswith("pp"):
         continue
     gflops = float(k_med) * 2 * layer_values / 1e9
     peak = peaks[t].get("f32_fma_512_gflops", peaks[t].get("f32_fma_256_gflops", 0))
     ratio = float(k_med) / float(l_med)
-    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} |")
+    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} | {float(busy):.0%} |")
 
 print(f"\ngeneration tokens/s, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws in rows:
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | background busy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
     if not test.startswith("tg"):
         continue
     mb = decode_values * float(bpv) / 1e6
     bound, bound_ws = float(bw) * 1e3 / mb, float(bw_ws) * 1e3 / mb
     ratio = float(k_med) / float(l_med)
     print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {mb:.1f} | "
-          f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f} | {float(k_med) / bound_ws:.0%} |")
+          f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f} | {float(k_med) / bound_ws:.0%} | {float(busy):.0%} |")
 EOF
