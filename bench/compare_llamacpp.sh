@@ -81,37 +81,7 @@ quiet_busy="${QUIET_BUSY:-0.10}"
 quiet_max_wait="${QUIET_MAX_WAIT:-900}"
 
 log() { echo "[compare] $*" >&2; }
-
-# Fraction of all CPUs busy over one second (nothing of this script runs meanwhile).
-busy_fraction() {
-  python3 -c 'import time
-def snap():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return v[3] + v[4], sum(v)
-i0, t0 = snap(); time.sleep(1.0); i1, t1 = snap()
-print(f"{1 - (i1 - i0) / max(1, t1 - t0):.2f}")'
-}
-# Waits until the background load is at most QUIET_BUSY (or QUIET_MAX_WAIT passed); prints it.
-wait_quiet() {
-  local start="${SECONDS}" busy
-  while :; do
-    busy="$(busy_fraction)"
-    if python3 -c 'import sys; sys.exit(float(sys.argv[1]) > float(sys.argv[2]))' "${busy}" "${quiet_busy}" ||
-       (( SECONDS - start >= quiet_max_wait )); then
-      echo "${busy}"
-      return
-    fi
-    sleep 4
-  done
-}
-json_get() {  # JSON text, then keys / indices down to a value
-  python3 -c 'import json, sys
-v = json.loads(sys.argv[1])
-for k in sys.argv[2:]:
-    v = v[int(k)] if k.isdigit() else v[k]
-print(v)' "$@"
-}
+source "${repo}/bench/bench_lib.sh"
 
 log "machine: $(lscpu | sed -n 's/^Model name: *//p') | ${nproc_all} CPUs | $(free -g | awk '/Mem:/ {print $2}') GiB"
 log "load: $(uptime)"
@@ -184,7 +154,7 @@ for dtype in ${dtypes}; do
       read -r k_med k_best <<< "$(stats "${k[@]}")"
       read -r l_med l_best <<< "$(stats "${l[@]}")"
       read -r b_med b_best <<< "$(stats "${b[@]}")"
-      q_med="$(python3 -c 'import statistics,sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.2f}")' "${q[@]}")"
+      q_med="$(median "${q[@]}")"
       results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med}")
     done
   done
