@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side decode speed of kestrel and llama.cpp on the same model and machine.
+# Side-by-side prompt processing (prefill) and generation (decode) speed of kestrel and
+# llama.cpp on the same model and machine.
 #
 #   bench/compare_llamacpp.sh LLAMA_CPP_BUILD_DIR        (or set LLAMA_CPP_BUILD)
 #
@@ -8,28 +9,39 @@
 # llama.cpp). Steps, all in WORK_DIR:
 #   1. make_bench_model writes a deterministic llama2.c checkpoint (model.bin, shared
 #      classifier) and a tokenizer.bin;
-#   2. kestrel exports it with f32 and q8 weights;
+#   2. kestrel exports it with f32 and q8 weights (prefill step PREFILL_STEP);
 #   3. llama.cpp's own convert-llama2c-to-ggml converts the same checkpoint to an f32 GGUF, and
 #      llama-quantize makes the Q8_0 GGUF (q8 and Q8_0 are the same format: blocks of 32 int8
 #      with one f16 scale);
-#   4. read_bandwidth measures the memory read bandwidth (the decode bound): once over a large
-#      buffer (DRAM), and with every run over a buffer the size of the weights;
-#   5. for each weight type and thread count, REPS interleaved runs of
-#        kestrel run --json (stats.decode_tokens_per_s over N_TOKENS generated tokens) and
-#        llama-bench -p 0 -n N_TOKENS -t THREADS -r 1 (avg_ts);
-#      then a table of medians (and bests), the ratio, and the bandwidth bounds.
+#   4. compute_peak measures the arithmetic peak (f32 FMA, int8 dot products) and
+#      read_bandwidth the memory read bandwidth (the decode bound): once over a large buffer
+#      (DRAM), and with every decode run over a buffer the size of the weights;
+#   5. for each weight type, thread count and test (ppN for every N in PROMPTS, tgN_TOKENS),
+#      REPS interleaved runs of
+#        kestrel bench PROGRAM -p N -n 0 -t T -r 1 --json   (or -p 0 -n N)
+#        llama-bench -m GGUF -p N -n 0 -t T -r 1 -o json     (or -p 0 -n N)
+#      both from an empty cache, without sampling; then a table of medians (and bests), the
+#      ratio, and for prefill the arithmetic rate against the peak, for decode the bandwidth
+#      bound.
 #
 # Environment (defaults in brackets):
 #   LLAMA_CPP_BUILD   llama.cpp build dir, when not given as the argument
-#   KESTREL_BUILD     kestrel build dir with kestrel and bench/ tools [<repo>/build-cpu]
+#   KESTREL_BUILD     kestrel build dir with kestrel and bench/ tools [<repo>/build]
 #   WORK_DIR          scratch dir for models [a new mktemp dir]
 #   DIM HIDDEN LAYERS HEADS VOCAB SEQ   model shape [768 2048 12 12 32000 1024]
 #   THREADS_LIST      thread counts to compare ["1 <nproc>"]
 #   DTYPES            weight types ["q8 f32"]
-#   N_TOKENS          generated tokens per run [128]
+#   PROMPTS           prompt lengths ["128 512"]
+#   N_TOKENS          generated tokens per decode run [128]
+#   PREFILL_STEP      kestrel's prefill step (tokens per prefill call) [128]
 #   REPS              interleaved repetitions per cell [5]
-#   PORTABLE          1: also time kestrel's portable (scalar reference) kernels once [1]
 #   BW_MIB            read_bandwidth buffer for the DRAM figure, MiB [1024]
+#   QUIET_BUSY        before every repetition, wait until the other processes keep at most this
+#                     fraction of the CPUs busy (sampled over one second) [0.10]
+#   QUIET_MAX_WAIT    ... but never longer than this many seconds per repetition [900]
+#
+# The machine may be shared: the background load measured before each repetition is logged
+# and reported per cell (median), next to the results.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,16 +50,17 @@ if [[ -z "${llama_build}" ]]; then
   echo "usage: $0 LLAMA_CPP_BUILD_DIR   (or set LLAMA_CPP_BUILD)" >&2
   exit 2
 fi
-kestrel_build="${KESTREL_BUILD:-${repo}/build-cpu}"
+kestrel_build="${KESTREL_BUILD:-${repo}/build}"
 kestrel="${kestrel_build}/kestrel"
 make_model="${kestrel_build}/bench/make_bench_model"
 read_bw="${kestrel_build}/bench/read_bandwidth"
+peak="${kestrel_build}/bench/compute_peak"
 llama_bin="${llama_build}/bin"
-for tool in "${kestrel}" "${make_model}" "${read_bw}" "${llama_bin}/llama-bench" "${llama_bin}/llama-quantize" \
+for tool in "${kestrel}" "${make_model}" "${read_bw}" "${peak}" "${llama_bin}/llama-bench" "${llama_bin}/llama-quantize" \
             "${llama_bin}/llama-convert-llama2c-to-ggml"; do
   if [[ ! -x "${tool}" ]]; then
     echo "missing ${tool}" >&2
-    echo "(build kestrel: ninja -C ${kestrel_build} kestrel_cli make_bench_model read_bandwidth;" >&2
+    echo "(build kestrel: ninja -C ${kestrel_build} kestrel_cli make_bench_model read_bandwidth compute_peak;" >&2
     echo " llama.cpp must already be built in ${llama_build})" >&2
     exit 2
   fi
@@ -59,50 +72,57 @@ mkdir -p "${work}"
 nproc_all="$(nproc)"
 threads_list="${THREADS_LIST:-1 ${nproc_all}}"
 dtypes="${DTYPES:-q8 f32}"
+prompts="${PROMPTS:-128 512}"
 n_tokens="${N_TOKENS:-128}"
+prefill_step="${PREFILL_STEP:-128}"
 reps="${REPS:-5}"
-portable="${PORTABLE:-1}"
 bw_mib="${BW_MIB:-1024}"
+quiet_busy="${QUIET_BUSY:-0.10}"
+quiet_max_wait="${QUIET_MAX_WAIT:-900}"
 
 log() { echo "[compare] $*" >&2; }
+source "${repo}/bench/bench_lib.sh"
 
 log "machine: $(lscpu | sed -n 's/^Model name: *//p') | ${nproc_all} CPUs | $(free -g | awk '/Mem:/ {print $2}') GiB"
+log "load: $(uptime)"
 log "work dir: ${work}"
 
 # 1. The model.
 model_json="$("${make_model}" "${work}" --dim "${DIM:-768}" --hidden "${HIDDEN:-2048}" --layers "${LAYERS:-12}" \
   --heads "${HEADS:-12}" --kv-heads "${HEADS:-12}" --vocab "${VOCAB:-32000}" --seq "${SEQ:-1024}")"
 log "model: ${model_json}"
-decode_values="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["decode_weight_values"])' "${model_json}")"
+decode_values="$(json_get "${model_json}" decode_weight_values)"
+# Multiply-adds per prompt token: every layer matrix once (the classifier runs for the last
+# token only, on both sides); attention over the prompt is left out (a few percent here).
+layer_values="$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m["decode_weight_values"] - m["vocab"] * m["dim"])' "${model_json}")"
 
 # 2. kestrel programs.
-"${kestrel}" export "${work}/model.bin" --tokenizer "${work}/tokenizer.bin" -o "${work}/f32.kst" --dtype f32 -q
-"${kestrel}" export "${work}/model.bin" --tokenizer "${work}/tokenizer.bin" -o "${work}/q8.kst" --dtype q8 -q
+for dtype in ${dtypes}; do
+  "${kestrel}" export "${work}/model.bin" --tokenizer "${work}/tokenizer.bin" -o "${work}/${dtype}.kst" --dtype "${dtype}" \
+    --prefill-step "${prefill_step}" -q
+done
 
 # 3. llama.cpp models from the same checkpoint, with llama.cpp's own tools.
 "${llama_bin}/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "${work}/tokenizer.bin" \
   --llama2c-model "${work}/model.bin" --llama2c-output-model "${work}/f32.gguf" > "${work}/convert.log" 2>&1
 "${llama_bin}/llama-quantize" "${work}/f32.gguf" "${work}/q8_0.gguf" Q8_0 > "${work}/quantize.log" 2>&1
 
-# 4. Memory read bandwidth with every thread count that is compared, over BW_MIB (no reuse:
-#    DRAM). The bandwidth over a buffer of each weight type's size (read again and again like
-#    the weights are every token, so whatever stays in a large L3 counts too) is measured in
-#    step 5, interleaved with the runs, since a shared machine's bandwidth varies over time.
-declare -A bandwidth
+# 4. Arithmetic peak and memory read bandwidth for every thread count compared.
+declare -A bandwidth peak_json
 for t in ${threads_list}; do
+  peak_json[$t]="$("${peak}" "${t}")"
+  log "compute peak, ${t} threads: ${peak_json[$t]}"
   bw_json="$("${read_bw}" "${bw_mib}" "${t}" 5)"
-  bandwidth[$t]="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["read_gb_per_s"])' "${bw_json}")"
+  bandwidth[$t]="$(json_get "${bw_json}" read_gb_per_s)"
   log "read bandwidth, ${t} threads, ${bw_mib} MiB: ${bw_json}"
 done
 
 # 5. Interleaved runs.
-kestrel_tps() {  # program threads kernels
-  "${kestrel}" run "$1" -p "Once upon a time" -n "${n_tokens}" --temperature 0 --ignore-eos --threads "$2" \
-    --kernels "$3" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["decode_tokens_per_s"])'
+kestrel_tps() {  # program threads prompt gen
+  json_get "$("${kestrel}" bench "$1" -t "$2" -p "$3" -n "$4" -r 1 --json)" tests 0 tok_s_mean
 }
-llama_tps() {  # gguf threads
-  "${llama_bin}/llama-bench" -m "$1" -p 0 -n "${n_tokens}" -t "$2" -r 1 -o json 2> /dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'
+llama_tps() {  # gguf threads prompt gen
+  json_get "$("${llama_bin}/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -r 1 -o json 2> /dev/null)" 0 avg_ts
 }
 stats() {  # values... -> "median best"
   python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.1f} {max(v):.1f}")' "$@"
@@ -113,46 +133,65 @@ for dtype in ${dtypes}; do
   program="${work}/${dtype}.kst"
   gguf="${work}/$([[ "${dtype}" == q8 ]] && echo q8_0 || echo f32).gguf"
   bytes_per_value="$([[ "${dtype}" == q8 ]] && echo 1.0625 || echo 4)"
-  ws1=""
   ws_mib="$(python3 -c 'import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]) / 2**20)))' \
     "${decode_values}" "${bytes_per_value}")"
   for t in ${threads_list}; do
-    k=() l=() b=()
-    for ((r = 0; r < reps; ++r)); do
-      k+=("$(kestrel_tps "${program}" "${t}" optimized)")
-      l+=("$(llama_tps "${gguf}" "${t}")")
-      b+=("$("${read_bw}" "${ws_mib}" "${t}" 3 | python3 -c 'import json,sys; print(json.load(sys.stdin)["read_gb_per_s"])')")
-      log "${dtype} t=${t} rep ${r}: kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s over ${ws_mib} MiB"
+    for test in $(for p in ${prompts}; do echo "pp${p}"; done) "tg${n_tokens}"; do
+      n="${test#??}"
+      if [[ "${test}" == pp* ]]; then p="${n}" g=0; else p=0 g="${n}"; fi
+      k=() l=() b=() q=()
+      for ((r = 0; r < reps; ++r)); do
+        q+=("$(wait_quiet)")
+        k+=("$(kestrel_tps "${program}" "${t}" "${p}" "${g}")")
+        l+=("$(llama_tps "${gguf}" "${t}" "${p}" "${g}")")
+        if [[ "${test}" == tg* ]]; then
+          b+=("$(json_get "$("${read_bw}" "${ws_mib}" "${t}" 3)" read_gb_per_s)")
+        else
+          b+=(0)
+        fi
+        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s"
+      done
+      read -r k_med k_best <<< "$(stats "${k[@]}")"
+      read -r l_med l_best <<< "$(stats "${l[@]}")"
+      read -r b_med b_best <<< "$(stats "${b[@]}")"
+      q_med="$(median "${q[@]}")"
+      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med}")
     done
-    read -r k_med k_best <<< "$(stats "${k[@]}")"
-    read -r l_med l_best <<< "$(stats "${l[@]}")"
-    read -r b_med b_best <<< "$(stats "${b[@]}")"
-    results+=("${dtype} ${t} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med}")
-    [[ "${t}" == 1 ]] && ws1="${b_med}"
   done
-  if [[ "${portable}" == 1 ]]; then
-    p="$(kestrel_tps "${program}" 1 portable)"
-    first="${threads_list%% *}"
-    results+=("${dtype} portable ${p} ${p} - - ${bytes_per_value} ${bandwidth[1]:-${bandwidth[$first]}} ${ws1:-${b_med}}")
-  fi
 done
+log "load: $(uptime)"
 
-# 6. The table. Bound: read bandwidth / weight bytes per token (the KV cache reads, a few MB
-#    per token at this context, are left out), over DRAM and over a buffer of the weights' size.
-python3 - "${decode_values}" "${n_tokens}" "${reps}" "${results[@]}" <<'EOF'
-import sys
-decode_values = int(sys.argv[1]); n_tokens = sys.argv[2]; reps = sys.argv[3]
-print(f"\ndecode tokens/s, {n_tokens} generated tokens, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) |")
-print("|---|---|---|---|---|---|---|---|")
-for row in sys.argv[4:]:
-    dtype, threads, k_med, k_best, l_med, l_best, bpv, bw, bw_ws = row.split()
+# 6. The tables.
+peaks="$(for t in ${threads_list}; do echo "${t}=${peak_json[$t]}"; done)"
+python3 - "${decode_values}" "${layer_values}" "${reps}" "${peaks}" "${results[@]}" <<'EOF'
+import json, sys
+decode_values, layer_values, reps = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+peaks = {}
+for line in sys.argv[4].splitlines():
+    t, text = line.split("=", 1)
+    peaks[t] = json.loads(text)
+rows = [r.split() for r in sys.argv[5:]]
+
+print(f"\nprompt processing, tokens/s, median (best) of {reps} interleaved runs\n")
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s | kestrel / peak | background busy |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
+    if not test.startswith("pp"):
+        continue
+    gflops = float(k_med) * 2 * layer_values / 1e9
+    peak = peaks[t].get("f32_fma_512_gflops", peaks[t].get("f32_fma_256_gflops", 0))
+    ratio = float(k_med) / float(l_med)
+    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} | {float(busy):.0%} |")
+
+print(f"\ngeneration tokens/s, median (best) of {reps} interleaved runs\n")
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | background busy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
+    if not test.startswith("tg"):
+        continue
     mb = decode_values * float(bpv) / 1e6
     bound, bound_ws = float(bw) * 1e3 / mb, float(bw_ws) * 1e3 / mb
-    bounds = f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f}"
-    if threads == "portable":
-        print(f"| {dtype} | 1, portable kernels | {float(k_med):.1f} | | | {mb:.1f} | {bounds} |")
-        continue
     ratio = float(k_med) / float(l_med)
-    print(f"| {dtype} | {threads} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {mb:.1f} | {bounds} |")
+    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {mb:.1f} | "
+          f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f} | {float(k_med) / bound_ws:.0%} | {float(busy):.0%} |")
 EOF

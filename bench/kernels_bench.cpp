@@ -1,12 +1,19 @@
-// Kernel micro benchmarks: linear at decode shape (one activation row, GEMV) for every weight
-// dtype, the portable kernel against the optimized one (one thread and every thread; for q8
-// both the int8-dot and the widen-to-f32 variants), and every linear of a decode step of a
-// ~110M model with its own weights (memory-bound). bytes_per_second is the weight stream.
+// Kernel micro benchmarks, each kernel prepared as a method prepares it (weights repacked once):
+//   linear/...            one activation row (decode) for every weight dtype, the portable
+//                         kernel against the optimized one on one thread and on every thread;
+//                         bytes_per_second is the weight stream (weights hot in the caches)
+//   linear_rows/...       a prompt chunk of M rows: GFLOPS counts 2 * M * N * K per call, to
+//                         set against bench/compute_peak
+//   decode_step_linears   every linear of one decode step of a ~110M model, each with its own
+//                         weights (memory-bound: the weight stream of a real decode step)
+//   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
 //   ./kernels_bench --benchmark_filter='linear/q8'   (Google Benchmark flags apply)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -14,6 +21,7 @@
 #include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/core/dtype.h"
 #include "kestrel/core/tensor.h"
+#include "kestrel/core/aligned_buffer.h"
 #include "kestrel/kernels/portable.h"
 #include "kestrel/kernels/quantize.h"
 
@@ -51,76 +59,93 @@ std::vector<uint8_t> encode(DType dtype, const std::vector<float>& values, int64
   return out;
 }
 
-void linear_gemv(benchmark::State& state, DType dtype, int64_t K, int64_t N,
-                 std::shared_ptr<const runtime::KernelRegistry> registry) {
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-  std::vector<float> w_values(static_cast<size_t>(N * K)), x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
-  for (float& v : w_values) v = dist(rng);
-  for (float& v : x) v = dist(rng) * 20;
-  std::vector<uint8_t> w = encode(dtype, w_values, N, K);
-  std::vector<float>().swap(w_values);
+std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> out(n);
+  for (float& v : out) v = dist(rng);
+  return out;
+}
 
-  const TensorView xv = TensorView::contiguous(DType::kF32, {1, 1, K}, x.data());
-  const TensorView wv = TensorView::contiguous(dtype, {N, K}, w.data());
-  std::vector<TensorView> inputs{xv, wv};
-  std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, 1, N}, y.data())};
-  const program::Attrs attrs;
-  auto fn = registry->find("linear");
-  if (!fn.ok()) {
-    state.SkipWithError(fn.error().to_string().c_str());
+// One linear with its weights, prepared once and run many times.
+class PreparedLinear {
+ public:
+  PreparedLinear(const runtime::KernelRegistry& registry, DType dtype, int64_t M, int64_t K, int64_t N, uint32_t seed)
+      : M_(M), K_(K), N_(N), x_(random_values(static_cast<size_t>(M * K), seed + 1, 1.0f)),
+        y_(static_cast<size_t>(M * N)) {
+    w_ = encode(dtype, random_values(static_cast<size_t>(N * K), seed, 0.05f), N, K);
+    inputs_ = {TensorView::contiguous(DType::kF32, {M, K}, x_.data()), TensorView::contiguous(dtype, {N, K}, w_.data())};
+    outputs_ = {TensorView::contiguous(DType::kF32, {M, N}, y_.data())};
+    auto bound = runtime::BoundKernel::prepare(registry, "linear", {}, inputs_, outputs_);
+    if (!bound.ok()) {
+      error_ = bound.error().to_string();
+      return;
+    }
+    bound_.emplace(std::move(bound).value());
+    scratch_ = AlignedBuffer(bound_->scratch_bytes());
+  }
+  const std::string& error() const { return error_; }
+  Status run() { return bound_->run(inputs_, outputs_, scratch_.span()); }
+  int64_t weight_bytes() const { return static_cast<int64_t>(w_.size()); }
+  double flops() const { return 2.0 * static_cast<double>(M_) * static_cast<double>(K_) * static_cast<double>(N_); }
+
+ private:
+  int64_t M_, K_, N_;
+  std::vector<float> x_, y_;
+  std::vector<uint8_t> w_;
+  std::vector<TensorView> inputs_, outputs_;
+  std::optional<runtime::BoundKernel> bound_;
+  AlignedBuffer scratch_;
+  std::string error_;
+};
+
+void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int64_t N,
+                 std::shared_ptr<const runtime::KernelRegistry> registry) {
+  PreparedLinear linear(*registry, dtype, M, K, N, 1);
+  if (!linear.error().empty()) {
+    state.SkipWithError(linear.error().c_str());
     return;
   }
-  runtime::KernelContext ctx{"linear", inputs, outputs, runtime::AttrReader("linear", attrs)};
   for (auto _ : state) {
-    const Status status = (*fn)(ctx);
+    const Status status = linear.run();
     if (!status.ok()) {
       state.SkipWithError(status.error().to_string().c_str());
       break;
     }
-    benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * linear.weight_bytes());
+  state.counters["GFLOPS"] =
+      benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Every linear of one decode step of a ~110M llama (12 layers of q, k, v, o, gate, up, down,
-// then the 32000-row classifier), each with its own weights: 420 MB in f32, far more than the
-// caches, so this is the memory-bound weight stream of a real decode step, without the rest.
-void decode_step_linears(benchmark::State& state, DType dtype, std::shared_ptr<const runtime::KernelRegistry> registry) {
+// Every linear of one step of a ~110M llama (12 layers of q, k, v, o, gate, up, down, then the
+// 32000-row classifier for the last row only), each with its own weights: 420 MB in f32, far
+// more than the caches. With one row this is the memory-bound weight stream of a decode step;
+// with a chunk of rows, the compute of a prefill chunk.
+void step_linears(benchmark::State& state, DType dtype, int64_t rows,
+                  std::shared_ptr<const runtime::KernelRegistry> registry) {
   constexpr int64_t D = 768, F = 2048, V = 32000, layers = 12;
-  std::vector<std::pair<int64_t, int64_t>> shapes;  // {K, N}
+  std::vector<std::unique_ptr<PreparedLinear>> linears;
+  uint32_t seed = 2;
   for (int64_t l = 0; l < layers; ++l)
-    for (auto shape : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
-                       std::pair{D, F}, std::pair{F, D}})
-      shapes.push_back(shape);
-  shapes.emplace_back(D, V);
-  std::mt19937 rng(2);
-  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-  std::vector<std::vector<uint8_t>> weights;
+    for (auto [K, N] : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
+                        std::pair{D, F}, std::pair{F, D}})
+      linears.push_back(std::make_unique<PreparedLinear>(*registry, dtype, rows, K, N, seed += 2));
+  linears.push_back(std::make_unique<PreparedLinear>(*registry, dtype, 1, D, V, seed += 2));
   int64_t bytes = 0;
-  for (const auto& [K, N] : shapes) {
-    std::vector<float> values(static_cast<size_t>(K * N));
-    for (float& v : values) v = dist(rng);
-    weights.push_back(encode(dtype, values, N, K));
-    bytes += static_cast<int64_t>(weights.back().size());
+  double flops = 0;
+  for (const auto& linear : linears) {
+    if (!linear->error().empty()) {
+      state.SkipWithError(linear->error().c_str());
+      return;
+    }
+    bytes += linear->weight_bytes();
+    flops += linear->flops();
   }
-  std::vector<float> x(static_cast<size_t>(F)), y(static_cast<size_t>(V));
-  for (float& v : x) v = dist(rng) * 20;
-  auto fn = registry->find("linear");
-  if (!fn.ok()) {
-    state.SkipWithError(fn.error().to_string().c_str());
-    return;
-  }
-  const program::Attrs attrs;
   for (auto _ : state) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const auto [K, N] = shapes[i];
-      std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {1, K}, x.data()),
-                                     TensorView::contiguous(dtype, {N, K}, weights[i].data())};
-      std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, N}, y.data())};
-      runtime::KernelContext ctx{"linear", inputs, outputs, runtime::AttrReader("linear", attrs)};
-      const Status status = (*fn)(ctx);
+    for (const auto& linear : linears) {
+      const Status status = linear->run();
       if (!status.ok()) {
         state.SkipWithError(status.error().to_string().c_str());
         return;
@@ -129,6 +154,7 @@ void decode_step_linears(benchmark::State& state, DType dtype, std::shared_ptr<c
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+  state.counters["GFLOPS"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -142,34 +168,47 @@ int main(int argc, char** argv) {
     options.q8_quantize_activations = q8_quantize;
     return cpu::optimized_kernel_registry(options);
   };
-  // Decode shapes of a ~110M llama (dim 768, ffn 2048, vocab 32000): q/k/v/o, up/gate, down, logits.
+  // Shapes of a ~110M llama (dim 768, ffn 2048, vocab 32000): q/k/v/o, up/gate, down, logits.
   const std::vector<std::pair<int64_t, int64_t>> shapes{{768, 768}, {768, 2048}, {2048, 768}, {768, 32000}};
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     std::vector<Variant> variants{{"portable", kernels::portable_kernel_registry()},
                                   {"optimized_t1", optimized(1, true)},
                                   {fmt::format("optimized_t{}", all), optimized(all, true)}};
-    if (dtype == DType::kQ8) {
-      variants.push_back({"optimized_widened_t1", optimized(1, false)});
-      variants.push_back({fmt::format("optimized_widened_t{}", all), optimized(all, false)});
-    }
     for (const auto& [K, N] : shapes)
       for (const auto& variant : variants) {
         const std::string name = fmt::format("linear/{}/K{}_N{}/{}", dtype_name(dtype), K, N, variant.name);
-        benchmark::RegisterBenchmark(name.c_str(), linear_gemv, dtype, K, N, variant.registry)
+        benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, 1, K, N, variant.registry)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
   }
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8})
+    for (int64_t M : {32, 128, 512})
+      for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 2048}, {2048, 768}})
+        for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
+                                                        {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
+          const std::string name = fmt::format("linear_rows/{}/M{}_K{}_N{}/{}", dtype_name(dtype), M, K, N, variant.name);
+          benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, M, K, N, variant.registry)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     std::vector<Variant> variants{{"portable", kernels::portable_kernel_registry()},
                                   {"optimized_t1", optimized(1, true)},
                                   {fmt::format("optimized_t{}", all), optimized(all, true)}};
     for (const auto& variant : variants) {
       const std::string name = fmt::format("decode_step_linears/{}/{}", dtype_name(dtype), variant.name);
-      benchmark::RegisterBenchmark(name.c_str(), decode_step_linears, dtype, variant.registry)
+      benchmark::RegisterBenchmark(name.c_str(), step_linears, dtype, 1, variant.registry)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->MinTime(1.0);
+    }
+    for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
+                                                    {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
+      const std::string name = fmt::format("prefill_step_linears/{}/M128/{}", dtype_name(dtype), variant.name);
+      benchmark::RegisterBenchmark(name.c_str(), step_linears, dtype, 128, variant.registry)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
     }
   }
   benchmark::RunSpecifiedBenchmarks();

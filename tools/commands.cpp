@@ -15,6 +15,7 @@ void register_commands(CLI::App& app) {
   add_run_command(app);
   add_inspect_command(app);
   add_chat_template_command(app);
+  add_bench_command(app);
 }
 
 }  // namespace kestrel::tools

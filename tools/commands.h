@@ -14,5 +14,6 @@ void add_export_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_create_model_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace kestrel::tools

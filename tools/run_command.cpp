@@ -58,15 +58,17 @@ nlohmann::json stats_json(const llm::GenerationStats& stats) {
           {"decode_tokens_per_s", stats.decode_tokens_per_s},
           {"prompt_tokens", stats.prompt_tokens},
           {"generated_tokens", stats.generated_tokens},
-          {"peak_rss_bytes", stats.peak_rss_bytes}};
+          {"peak_rss_bytes", stats.peak_rss_bytes},
+          {"cache_bytes_copied_per_decode_step", stats.cache_bytes_copied_per_decode_step}};
 }
 
 void print_stats(const llm::GenerationStats& stats) {
   fmt::print(stderr,
              "\nload {:.1f} ms | time to first token {:.1f} ms | prefill {} tokens at {:.1f} tok/s | decode {} "
-             "tokens at {:.1f} tok/s | peak RSS {:.1f} MiB\n",
+             "tokens at {:.1f} tok/s | peak RSS {:.1f} MiB | KV cache bytes copied per decode step {:.0f}\n",
              stats.load_ms, stats.ttft_ms, stats.prompt_tokens, stats.prefill_tokens_per_s, stats.generated_tokens,
-             stats.decode_tokens_per_s, static_cast<double>(stats.peak_rss_bytes) / (1 << 20));
+             stats.decode_tokens_per_s, static_cast<double>(stats.peak_rss_bytes) / (1 << 20),
+             stats.cache_bytes_copied_per_decode_step);
 }
 
 Result<std::string> read_prompt(const RunArgs& args) {

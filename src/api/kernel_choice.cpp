@@ -18,4 +18,11 @@ Result<std::shared_ptr<const runtime::KernelRegistry>> kernel_registry_for(const
   return make_error(ErrorCode::kInvalidArgument, "kernels must be portable or optimized, got '{}'", kernels);
 }
 
+std::string kernel_description(const std::string& kernels, int threads) {
+  if (kernels != "optimized") return kernels;
+  cpu::CpuKernelOptions options;
+  options.threads = threads;
+  return std::string(cpu::isa_name(cpu::resolve_cpu_kernel_options(options).isa));
+}
+
 }  // namespace kestrel::api

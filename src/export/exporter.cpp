@@ -24,6 +24,34 @@ struct PlannedMethod {
   PipelineReport pipeline;
 };
 
+// Whether `method` writes every new k/v slice into its cache input itself: for cache input i
+// (input 2 + i) a kernel-run index_copy along the time axis takes that input, the positions
+// input and the matching k_new/v_new output (output 1 + i), and its result is an alias of the
+// cache. A delegated update is not counted: whether a backend writes in place is its own affair.
+bool updates_caches_in_place(const program::MethodSpec& method, size_t caches) {
+  auto root = [&](int32_t index) {
+    for (size_t depth = 0; depth < method.values.size() && method.values[index].kind == program::ValueKind::kAlias; ++depth)
+      index = method.values[index].alias_of;
+    return index;
+  };
+  if (method.inputs.size() != 2 + caches || method.outputs.size() != 1 + caches) return false;
+  for (size_t i = 0; i < caches; ++i) {
+    const int32_t cache = method.inputs[2 + i];
+    bool found = false;
+    for (const auto& instruction : method.instructions) {
+      const auto* call = std::get_if<program::KernelCall>(&instruction);
+      if (call == nullptr || call->op != "index_copy" || call->inputs.size() != 3 || call->outputs.size() != 1) continue;
+      const auto axis = call->attrs.find("axis");
+      found = call->inputs[0] == cache && call->inputs[1] == method.inputs[1] &&
+              call->inputs[2] == method.outputs[1 + i] && root(call->outputs[0]) == cache &&
+              axis != call->attrs.end() && axis->second == program::AttrValue(int64_t{2});
+      if (found) break;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 std::string tokenizer_format_name(TokenizerFormat format) {
   switch (format) {
     case TokenizerFormat::kHfJson: return "hf_json";
@@ -151,6 +179,10 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   meta[keys::kLogits] = options.logits;
   meta[keys::kBosId] = config.bos_id;
   meta[keys::kEosIds] = config.eos_ids;
+  const auto caches = static_cast<size_t>(2 * config.num_layers);
+  const bool in_place = std::all_of(program.methods.begin(), program.methods.end(),
+                                    [&](const program::MethodSpec& m) { return updates_caches_in_place(m, caches); });
+  meta[keys::kCacheUpdate] = std::string(in_place ? keys::kCacheUpdateInPlace : keys::kCacheUpdateRunner);
   meta["model_architecture"] = config.architecture;
   meta["weight_dtype"] = std::string(dtype_name(options.dtype));
   meta["source"] = checkpoint.source();

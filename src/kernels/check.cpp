@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 #include "kestrel/core/error_helpers.h"
@@ -137,9 +139,11 @@ Result<Shape> with_appended_dim(std::string_view op, const Shape& shape, int64_t
   if (shape.rank() >= kMaxRank)
     return make_error(ErrorCode::kUnsupported, "{}: output would have rank {}, more than {}", op,
                       shape.rank() + 1, kMaxRank);
-  std::vector<int64_t> dims = shape.to_vector();
-  dims.push_back(dim);
-  return Shape(std::span<const int64_t>(dims));
+  // On the stack: kernels run these checks on every call, which must not allocate.
+  std::array<int64_t, kMaxRank> dims{};
+  std::copy(shape.dims().begin(), shape.dims().end(), dims.begin());
+  dims[static_cast<size_t>(shape.rank())] = dim;
+  return Shape(std::span<const int64_t>(dims.data(), static_cast<size_t>(shape.rank() + 1)));
 }
 
 int64_t dims_product(const Shape& shape, int begin, int end) {

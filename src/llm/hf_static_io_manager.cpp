@@ -112,6 +112,13 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
                          fmt::format("contains {}, outside the vocabulary [0, {})", id, config.vocab_size));
   if (config.prefill_method == config.decode_method)
     return field_error(keys::kDecodeMethod, "names the same method as prefill_method");
+  if (metadata.count(keys::kCacheUpdate) != 0) {
+    KESTREL_ASSIGN_OR_RETURN(const std::string update, read<std::string>(metadata, keys::kCacheUpdate, "a string"));
+    if (update != keys::kCacheUpdateRunner && update != keys::kCacheUpdateInPlace)
+      return field_error(keys::kCacheUpdate, fmt::format("is '{}'; expected '{}' or '{}'", update,
+                                                         keys::kCacheUpdateRunner, keys::kCacheUpdateInPlace));
+    config.cache_updated_in_place = update == keys::kCacheUpdateInPlace;
+  }
   KESTREL_RETURN_IF_ERROR(check_buffer_sizes(config));
   return config;
 }
@@ -161,6 +168,7 @@ Status HfStaticIOManager::load(std::shared_ptr<const runtime::Program> program,
   KESTREL_ASSIGN_OR_RETURN(prefill_, prepare(config_.prefill_method, config_.prefill_step));
   KESTREL_ASSIGN_OR_RETURN(decode_, prepare(config_.decode_method, 1));
   history_.clear();
+  history_.reserve(static_cast<size_t>(config_.max_context));  // forward() never allocates
   return ok_status();
 }
 
@@ -199,13 +207,19 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
   const auto begin = std::chrono::steady_clock::now();
   KESTREL_RETURN_IF_ERROR(io.method->execute());
   KESTREL_RETURN_IF_ERROR(check_logits_finite(*io.method, io.logits, io.logit_rows, config_.vocab_size, first, io.step));
-  // The runner owns the caches: write each new slice at its position.
-  const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
-  for (size_t i = 0; i < caches_.size(); ++i)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < io.step; ++t)
-        std::memcpy(caches_[i] + (h * C + first + t) * Dh, io.new_kv[i] + (h * io.step + t) * Dh,
-                    Dh * sizeof(float));
+  // Unless the program wrote them in place, write each new slice at its position.
+  int64_t copied = 0;
+  if (!config_.cache_updated_in_place) {
+    const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
+    const size_t row_bytes = static_cast<size_t>(Dh) * sizeof(float);
+    for (size_t i = 0; i < caches_.size(); ++i)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < io.step; ++t) {
+          std::memcpy(caches_[i] + (h * C + first + t) * Dh, io.new_kv[i] + (h * io.step + t) * Dh, row_bytes);
+          copied += static_cast<int64_t>(row_bytes);
+        }
+  }
+  (&io == &prefill_ ? prefill_bytes_copied_ : decode_bytes_copied_) += copied;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   int64_t& calls = &io == &prefill_ ? prefill_calls_ : decode_calls_;
   double& mean = &io == &prefill_ ? prefill_seconds_ : decode_seconds_;
@@ -251,6 +265,10 @@ Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_
     last_logits = last_row(decode_, config_.vocab_size);
   }
   return std::span<const float>(last_logits, static_cast<size_t>(config_.vocab_size));
+}
+
+IoStats HfStaticIOManager::io_stats() const {
+  return IoStats{prefill_calls_, decode_calls_, prefill_bytes_copied_, decode_bytes_copied_};
 }
 
 void HfStaticIOManager::reset() {

@@ -201,6 +201,7 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
     if (on_text && !on_text(text)) keep_going = false;
   };
   result.stop_reason = "max_new_tokens";
+  const IoStats io_before = io_->io_stats();
   const auto decode_start = Clock::now();
   for (int64_t n = 0; n < config.max_new_tokens && keep_going; ++n) {
     const int64_t token = sampler.sample(*logits, history_);
@@ -247,6 +248,10 @@ Result<GenerationResult> Runner::run(std::vector<int64_t> prompt_ids, const Gene
   const int64_t decode_steps = std::max<int64_t>(stats.generated_tokens - 1, 0);
   stats.decode_tokens_per_s = decode_ms > 0 && decode_steps > 0 ? decode_steps / (decode_ms / 1000.0) : 0;
   stats.peak_rss_bytes = peak_rss_bytes();
+  const IoStats io_after = io_->io_stats();
+  if (const int64_t steps = io_after.decode_calls - io_before.decode_calls; steps > 0)
+    stats.cache_bytes_copied_per_decode_step =
+        static_cast<double>(io_after.decode_cache_bytes_copied - io_before.decode_cache_bytes_copied) / steps;
   return result;
 }
 

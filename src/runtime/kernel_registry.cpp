@@ -1,10 +1,15 @@
-// Kernel lookup by op name and typed attribute access for kernels.
+// Kernel lookup by op name, typed attribute access for kernels, kernel preparation.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <iterator>
 #include <numeric>
 #include <vector>
 
+#include "kestrel/core/aligned_buffer.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/program/loaded_program.h"
 #include "kestrel/runtime/kernel.h"
 
 namespace kestrel::runtime {
@@ -93,15 +98,15 @@ Result<std::vector<int64_t>> AttrReader::get_ints(const std::string& name) const
 
 // --- KernelRegistry ---------------------------------------------------------------------------
 
-Result<KernelFn> KernelRegistry::find(std::string_view op) const {
+Result<const Kernel*> KernelRegistry::find_kernel(std::string_view op) const {
   auto it = kernels_.find(op);
-  if (it != kernels_.end()) return it->second;
+  if (it != kernels_.end()) return &it->second;
   if (kernels_.empty())
     return make_error(ErrorCode::kNotFound, "no kernel registered for op '{}' (the registry is empty)",
                       op);
   const std::string* closest = nullptr;
   size_t best = 0;
-  for (const auto& [name, fn] : kernels_) {
+  for (const auto& [name, kernel] : kernels_) {
     const size_t d = edit_distance(op, name);
     if (closest == nullptr || d < best) {
       closest = &name;
@@ -112,11 +117,75 @@ Result<KernelFn> KernelRegistry::find(std::string_view op) const {
                     *closest);
 }
 
+Result<KernelFn> KernelRegistry::find(std::string_view op) const {
+  KESTREL_ASSIGN_OR_RETURN(const Kernel* kernel, find_kernel(op));
+  return kernel->run;
+}
+
 std::vector<std::string> KernelRegistry::names() const {
   std::vector<std::string> out;
   out.reserve(kernels_.size());
-  for (const auto& [name, fn] : kernels_) out.push_back(name);
+  for (const auto& [name, kernel] : kernels_) out.push_back(name);
   return out;
+}
+
+// --- ConstantCache ----------------------------------------------------------------------------
+
+Result<std::shared_ptr<const void>> ConstantCache::get_or_make(const std::string& key, const Factory& make) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  KESTREL_ASSIGN_OR_RETURN(std::shared_ptr<const void> made, make());
+  entries_.emplace(key, made);
+  return made;
+}
+
+// --- Preparation ------------------------------------------------------------------------------
+
+void KernelPrepareContext::release_constant(std::span<const uint8_t> bytes) const {
+  if (program == nullptr || !program->is_mapped() || bytes.empty()) return;
+  const std::span<const uint8_t> file = program->file_span();
+  if (bytes.data() < file.data() || bytes.data() + bytes.size() > file.data() + file.size()) return;
+  // Whole pages inside the range only: a page shared with a neighbouring constant stays.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  // The mapping is private and read-only, so dropping pages loses nothing: a later read maps
+  // them again from the file. A failure only means the pages stay resident.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+Result<BoundKernel> BoundKernel::prepare(const KernelRegistry& registry, std::string_view op,
+                                         const program::Attrs& attrs, std::span<const TensorView> inputs,
+                                         std::span<const TensorView> outputs, ConstantCache* constants,
+                                         const program::LoadedProgram* program) {
+  KESTREL_ASSIGN_OR_RETURN(const Kernel* kernel, registry.find_kernel(op));
+  BoundKernel bound;
+  bound.op_ = std::string(op);
+  bound.attrs_ = attrs;
+  bound.run_ = kernel->run;
+  bound.pool_ = registry.pool();
+  if (bound.pool_ != nullptr) bound.pool_->start();
+  if (kernel->prepare != nullptr) {
+    KernelPrepareContext ctx{bound.op_, inputs, outputs, AttrReader(bound.op_, bound.attrs_), bound.pool_.get(),
+                             constants, program};
+    KESTREL_ASSIGN_OR_RETURN(bound.prepared_, kernel->prepare(ctx, kernel->options.get()));
+  }
+  return bound;
+}
+
+Status BoundKernel::run(std::span<const TensorView> inputs, std::span<TensorView> outputs,
+                        std::span<uint8_t> scratch) const {
+  Scratch reserve(scratch);
+  KernelContext ctx(op_, inputs, outputs, AttrReader(op_, attrs_), pool_.get(), &reserve, prepared_.state.get());
+  return run_(ctx);
+}
+
+Status run_kernel_once(const KernelRegistry& registry, std::string_view op, std::span<const TensorView> inputs,
+                       std::span<TensorView> outputs, const program::Attrs& attrs) {
+  std::vector<TensorView> output_shapes(outputs.begin(), outputs.end());
+  KESTREL_ASSIGN_OR_RETURN(BoundKernel bound, BoundKernel::prepare(registry, op, attrs, inputs, output_shapes));
+  AlignedBuffer scratch(bound.scratch_bytes());
+  return bound.run(inputs, outputs, scratch.span());
 }
 
 }  // namespace kestrel::runtime

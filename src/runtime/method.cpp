@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kestrel/core/error_helpers.h"
 
@@ -13,9 +14,8 @@ using program::ValueKind;
 // One resolved instruction. Views are gathered into the preallocated vectors on each execute,
 // because the caller may rebind I/O between calls.
 struct Method::Step {
-  std::string_view op;  // kernel op, or backend id for a delegate
-  KernelFn kernel = nullptr;
-  const program::Attrs* attrs = nullptr;
+  std::string_view backend_id;  // delegates only (kernels name their op)
+  std::optional<BoundKernel> kernel;
   BackendInterface* backend = nullptr;
   void* delegate_handle = nullptr;
   std::vector<int32_t> inputs;
@@ -135,14 +135,14 @@ Status Method::execute() {
     for (size_t i = 0; i < step.inputs.size(); ++i) step.input_views[i] = values_[step.inputs[i]];
     for (size_t i = 0; i < step.outputs.size(); ++i) step.output_views[i] = values_[step.outputs[i]];
     Status status;
-    if (step.kernel != nullptr) {
-      KernelContext ctx{step.op, step.input_views, step.output_views, AttrReader(step.op, *step.attrs)};
-      status = step.kernel(ctx);
+    if (step.kernel) {
+      status = step.kernel->run(step.input_views, step.output_views, scratch_.span());
     } else {
       status = step.backend->execute(step.delegate_handle, step.input_views, step.output_views);
     }
     if (!status.ok())
-      return status.error().with_context(fmt::format("method '{}', instruction {} ({})", name(), s, step.op));
+      return status.error().with_context(fmt::format("method '{}', instruction {} ({})", name(), s,
+                                                        step.kernel ? std::string_view(step.kernel->op()) : step.backend_id));
   }
   return ok_status();
 }
@@ -199,15 +199,27 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
   for (int32_t index : spec->outputs) method->output_infos_.push_back(info_of(spec->values[index]));
 
   const auto& delegates = loaded_->spec().delegates;
+  size_t scratch_bytes = 0;
   for (size_t s = 0; s < spec->instructions.size(); ++s) {
     Method::Step step;
     if (const auto* call = std::get_if<program::KernelCall>(&spec->instructions[s])) {
-      auto kernel = kernels_->find(call->op);
+      // Kernels see constants' bytes when they are prepared; everything else is bound or
+      // computed at run time.
+      std::vector<TensorView> inputs, outputs;
+      for (int32_t index : call->inputs) {
+        inputs.push_back(method->values_[index]);
+        if (spec->values[index].kind != ValueKind::kConstant) inputs.back().data = nullptr;
+      }
+      for (int32_t index : call->outputs) {
+        outputs.push_back(method->values_[index]);
+        outputs.back().data = nullptr;
+      }
+      auto kernel = BoundKernel::prepare(*kernels_, call->op, call->attrs, inputs, outputs, prepared_constants_.get(),
+                                         loaded_.get());
       if (!kernel.ok())
         return kernel.error().with_context(fmt::format("method '{}', instruction {}", name, s));
-      step.op = call->op;
-      step.kernel = *kernel;
-      step.attrs = &call->attrs;
+      scratch_bytes = std::max(scratch_bytes, kernel->scratch_bytes());
+      step.kernel = std::move(kernel).value();
       step.inputs = call->inputs;
       step.outputs = call->outputs;
     } else {
@@ -227,7 +239,7 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
       method->delegates_.emplace_back(*backend, instance->handle);
       KESTREL_RETURN_IF_ERROR(
           check_output_order(name, delegate.backend_id, instance->output_order, delegate_call.outputs.size()));
-      step.op = (*backend)->id();
+      step.backend_id = (*backend)->id();
       step.backend = backend->get();
       step.delegate_handle = instance->handle;
       step.inputs = delegate_call.inputs;
@@ -238,6 +250,7 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
     step.output_views.resize(step.outputs.size());
     method->steps_.push_back(std::move(step));
   }
+  method->scratch_ = AlignedBuffer(scratch_bytes);
   return method;
 }
 

@@ -362,3 +362,46 @@ TEST_F(Cli, SigtermDuringExportLeavesNoTemporaryFile) {
 }
 
 }  // namespace
+
+// kestrel bench: a llama-bench style report, as a table or one JSON object.
+TEST_F(Cli, BenchReportsEveryTestAndTheSummary) {
+  auto out = run({"bench", path("model.kst"), "-p", "8,13", "-n", "4", "-t", "1,2", "-r", "2", "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  auto json = nlohmann::json::parse(out.out);
+  EXPECT_GT(json["prefill_tok_s"].get<double>(), 0);
+  EXPECT_GT(json["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(json["load_ms"].get<double>(), 0);
+  EXPECT_GT(json["peak_rss_bytes"].get<int64_t>(), 0);
+  const auto& tests = json["tests"];
+  ASSERT_EQ(tests.size(), 6u);  // pp8, pp13, tg4 for each thread count
+  const std::vector<std::string> names{"pp8", "pp13", "tg4", "pp8", "pp13", "tg4"};
+  for (size_t i = 0; i < tests.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(tests[i]["test"], names[i]);
+    EXPECT_EQ(tests[i]["threads"], i < 3 ? 1 : 2);
+    EXPECT_EQ(tests[i]["samples_tok_s"].size(), 2u);
+    EXPECT_GT(tests[i]["tok_s_mean"].get<double>(), 0);
+    EXPECT_GE(tests[i]["tok_s_stddev"].get<double>(), 0);
+  }
+  // The summary is the first prompt and the first generation test.
+  EXPECT_EQ(json["prefill_tok_s"], tests[0]["tok_s_mean"]);
+  EXPECT_EQ(json["decode_tok_s"], tests[2]["tok_s_mean"]);
+  // The exported program updates its caches in place: the runner copies nothing.
+  EXPECT_EQ(tests[2]["cache_bytes_copied_per_decode_step"].get<double>(), 0.0);
+
+  auto table = run({"bench", path("model.kst"), "-p", "8", "-n", "2", "-t", "1", "-r", "1"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("| pp8 |"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("| tg2 |"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("peak RSS"), std::string::npos);
+}
+
+TEST_F(Cli, BenchErrorsNameTheProblem) {
+  auto too_long = run({"bench", path("model.kst"), "-p", "500", "-n", "0", "-r", "1"});
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.err.find("pp500 needs 500 positions, but the program's context is 128"), std::string::npos)
+      << too_long.err;
+  auto no_reps = run({"bench", path("model.kst"), "-r", "0"});
+  EXPECT_NE(no_reps.exit_code, 0);
+  EXPECT_NE(no_reps.err.find("--repetitions must be >= 1"), std::string::npos) << no_reps.err;
+}

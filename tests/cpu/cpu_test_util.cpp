@@ -111,7 +111,7 @@ std::vector<float> Tensor::floats() const {
 
 std::vector<Isa> simd_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16})
     if (isa_supported(isa)) isas.push_back(isa);
   if (isas.empty()) isas.push_back(Isa::kAvx2);
   return isas;
@@ -129,11 +129,8 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
 
 Status run(const runtime::KernelRegistry& registry, std::string_view op, const std::vector<TensorView>& inputs,
            const std::vector<TensorView>& outputs, const program::Attrs& attrs) {
-  auto fn = registry.find(op);
-  if (!fn.ok()) return fn.error();
   std::vector<TensorView> outs = outputs;
-  runtime::KernelContext ctx{op, inputs, outs, runtime::AttrReader(op, attrs)};
-  return (*fn)(ctx);
+  return runtime::run_kernel_once(registry, op, inputs, outs, attrs);
 }
 
 ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {

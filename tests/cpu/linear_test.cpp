@@ -1,5 +1,7 @@
 // Optimized linear against a float64 reference on the decoded weights, for every weight dtype,
-// odd sizes, several thread counts, both q8 modes and the forced scalar fallback.
+// odd sizes, several thread counts, both q8 modes and the forced scalar fallback; and the
+// property prefill and decode rely on: a row's result does not depend on how many rows the
+// call carries, on the thread count, nor (but for bf16 dot products) on the instruction set.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +9,7 @@
 #include <limits>
 #include <sstream>
 #include <optional>
+#include <tuple>
 
 #include "cpu/cpu_test_util.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
@@ -59,6 +62,22 @@ std::vector<double> q8_bound(const std::vector<double>& x, int64_t M, int64_t K,
   return bound;
 }
 
+// bf16 weights on a CPU with bf16 dot products: the activations are rounded to bf16 (relative
+// error at most 2^-8 each: 8 significant bits), plus float rounding of the sums.
+std::vector<double> bf16_bound(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
+                               int64_t N) {
+  std::vector<double> bound(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double magnitude = 0;
+      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(w[n * K + k] * x[m * K + k]);
+      bound[m * N + n] = magnitude * (1.0 / 256 + 1e-5) + 1e-5;
+    }
+  return bound;
+}
+
+bool bf16_dot(DType dtype, Isa isa) { return dtype == DType::kBF16 && isa == Isa::kAvx512Bf16; }
+
 struct Case {
   DType dtype;
   int64_t K;
@@ -92,11 +111,16 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
           ASSERT_TRUE(status.ok()) << status.error().to_string();
           if (int8_dot) {
             EXPECT_TRUE(within_bounds(y1.values(), want, q8_bound(x.values(), M, K, w.values(), N)));
+          } else if (bf16_dot(dtype, isa)) {
+            EXPECT_TRUE(within_bounds(y1.values(), want, bf16_bound(x.values(), M, K, w.values(), N)));
           } else {
             EXPECT_TRUE(all_close(y1.values(), want, 1e-4));
           }
           EXPECT_TRUE(same_bytes(y1, y3)) << "threads=1 and threads=3 differ";
-          // The int8 block sums are exact in every ISA, so the results are bitwise equal.
+          // Every SIMD set runs the same per-output arithmetic over 16 lanes (one 512-bit or
+          // two 256-bit registers; int8 block sums are exact), so the bits agree; bf16 dot
+          // products round the activations and are the one exception.
+          if (bf16_dot(dtype, isa)) continue;
           if (first_isa) {
             EXPECT_TRUE(same_bytes(*first_isa, y1)) << "differs from " << isa_label(simd_isas().front());
           } else {
@@ -172,6 +196,9 @@ TEST(OptimizedLinearThreads, DecodeShapeMatchesReference) {
       if (dtype == DType::kQ8) {
         EXPECT_TRUE(within_bounds(y.values(), want, q8_bound(x.values(), 1, K, w.values(), N)));
         EXPECT_TRUE(all_close(y.values(), want, 2e-2));  // and the bound is not vacuous
+      } else if (bf16_dot(dtype, isa)) {
+        EXPECT_TRUE(within_bounds(y.values(), want, bf16_bound(x.values(), 1, K, w.values(), N)));
+        EXPECT_TRUE(all_close(y.values(), want, 2e-2));
       } else {
         EXPECT_TRUE(all_close(y.values(), want, 1e-4));
       }
@@ -256,6 +283,73 @@ TEST(OptimizedLinear, EmptyAndRankOneShapes) {
     EXPECT_EQ(got[n], bias[n]);
     EXPECT_EQ(got[N + n], bias[n]);
   }
+}
+
+TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
+  // What makes a token's logits independent of prefill chunking: the blocked multiply over many
+  // rows and the one-row stream compute every output with the same operations. Sizes cover
+  // partial register tiles (rows), partial panels (N) and several cache blocks of K.
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}}) {
+      if (dtype != DType::kQ8 && K % 2 == 0) K += 1;  // odd K for the float formats
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M << " K=" << K << " N=" << N);
+      auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 61, -3, 3));
+      auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 62));
+      auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, 63));
+      for (Isa isa : simd_isas()) {
+        SCOPED_TRACE(isa_label(isa));
+        for (int threads : {1, 2}) {
+          Tensor batch(DType::kF32, {M, N});
+          ASSERT_TRUE(run(*registry(threads, isa), "linear", {x.view(), w.view(), b.view()}, {batch.view()}).ok());
+          const auto all = batch.floats();
+          const auto xs = x.floats();
+          for (int64_t m = 0; m < M; ++m) {
+            auto row = Tensor::from_floats(DType::kF32, {1, K}, std::vector<float>(xs.begin() + m * K, xs.begin() + (m + 1) * K));
+            Tensor alone(DType::kF32, {1, N});
+            ASSERT_TRUE(run(*registry(threads, isa), "linear", {row.view(), w.view(), b.view()}, {alone.view()}).ok());
+            const auto single = alone.floats();
+            ASSERT_EQ(std::memcmp(single.data(), all.data() + m * N, N * sizeof(float)), 0)
+                << "row " << m << " threads " << threads;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(OptimizedLinear, AWeightThatIsNotAConstantRunsThePortableKernel) {
+  // A method prepares its kernels with the bytes of constants only; a weight computed at run
+  // time is not repacked, and the call falls back to the portable kernel.
+  const int64_t M = 2, K = 64, N = 5;
+  auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 71));
+  auto w = Tensor::from_floats(DType::kQ8, {N, K}, random_floats(N * K, 72));
+  std::vector<TensorView> shapes{x.view(), w.view()};
+  shapes[0].data = shapes[1].data = nullptr;
+  Tensor y(DType::kF32, {M, N}), want(DType::kF32, {M, N});
+  std::vector<TensorView> outputs{y.view()};
+  outputs[0].data = nullptr;
+  auto bound = runtime::BoundKernel::prepare(*registry(2), "linear", {}, shapes, outputs);
+  ASSERT_TRUE(bound.ok()) << bound.error().to_string();
+  std::vector<TensorView> out{y.view()};
+  ASSERT_TRUE(bound->run(std::vector<TensorView>{x.view(), w.view()}, out, {}).ok());
+  ASSERT_TRUE(run(*kernels::portable_kernel_registry(), "linear", {x.view(), w.view()}, {want.view()}).ok());
+  EXPECT_TRUE(same_bytes(y, want));
+}
+
+TEST(OptimizedLinear, ACallNeverAllocatesScratchItWasNotGiven) {
+  // The scratch a call needs is reserved at load; a call given less reports an error.
+  const int64_t M = 4, K = 64, N = 8;
+  auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 81));
+  auto w = Tensor::from_floats(DType::kQ8, {N, K}, random_floats(N * K, 82));
+  Tensor y(DType::kF32, {M, N});
+  std::vector<TensorView> inputs{x.view(), w.view()}, outputs{y.view()};
+  auto bound = runtime::BoundKernel::prepare(*registry(2), "linear", {}, inputs, outputs);
+  ASSERT_TRUE(bound.ok());
+  ASSERT_GT(bound->scratch_bytes(), 0u);  // quantized activations
+  std::vector<uint8_t> scratch(bound->scratch_bytes());
+  EXPECT_TRUE(bound->run(inputs, outputs, {scratch.data(), scratch.size() - 64}).error().message().find("scratch") !=
+              std::string::npos);
+  EXPECT_TRUE(bound->run(inputs, outputs, scratch).ok());
 }
 
 }  // namespace

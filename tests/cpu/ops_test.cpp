@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -26,6 +27,7 @@ const runtime::KernelRegistry& portable() { return *kernels::portable_kernel_reg
 struct AttentionCase {
   int64_t B, Hq, Hkv, T, C, Dh;
   std::vector<int64_t> positions;
+  int64_t window = 0;  // > 0: query t sees slots (positions[t] - window, positions[t]]
 };
 
 std::vector<double> reference_attention(const AttentionCase& c, const std::vector<double>& q,
@@ -38,16 +40,17 @@ std::vector<double> reference_attention(const AttentionCase& c, const std::vecto
         const int64_t qo = ((b * c.Hq + h) * c.T + t) * c.Dh;
         const int64_t kv = (b * c.Hkv + h / group) * c.C * c.Dh;
         const int64_t last = c.positions[t];
-        std::vector<double> p(static_cast<size_t>(last + 1));
+        const int64_t first = c.window > 0 ? std::max<int64_t>(0, last - c.window + 1) : 0;
+        std::vector<double> p(static_cast<size_t>(last + 1), 0.0);
         double max = -INFINITY, sum = 0;
-        for (int64_t s = 0; s <= last; ++s) {
+        for (int64_t s = first; s <= last; ++s) {
           double dot = 0;
           for (int64_t d = 0; d < c.Dh; ++d) dot += q[qo + d] * k[kv + s * c.Dh + d];
           p[s] = dot * scale;
           max = std::max(max, p[s]);
         }
-        for (auto& e : p) sum += (e = std::exp(e - max));
-        for (int64_t s = 0; s <= last; ++s)
+        for (int64_t s = first; s <= last; ++s) sum += (p[s] = std::exp(p[s] - max));
+        for (int64_t s = first; s <= last; ++s)
           for (int64_t d = 0; d < c.Dh; ++d) out[qo + d] += p[s] / sum * v[kv + s * c.Dh + d];
       }
   return out;
@@ -98,6 +101,100 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                            name << "B" << c.B << "_Hq" << c.Hq << "_Hkv" << c.Hkv << "_T" << c.T << "_Dh" << c.Dh;
                            return name.str();
                          });
+
+// Sliding-window attention (the `window` attribute) against the float64 reference, on every
+// SIMD set and thread count, including windows that start inside a chunk of 16 slots.
+TEST(OptimizedAttentionWindow, MatchesReference) {
+  for (const AttentionCase& c : {AttentionCase{1, 4, 2, 5, 70, 16, {3, 20, 21, 40, 69}, 8},
+                                 AttentionCase{2, 2, 1, 3, 40, 33, {39, 5, 17}, 1},
+                                 AttentionCase{1, 3, 3, 2, 50, 64, {49, 2}, 17},
+                                 AttentionCase{1, 2, 2, 1, 30, 8, {29}, 100}}) {
+    SCOPED_TRACE(::testing::Message() << "window " << c.window << " T " << c.T);
+    auto q = Tensor::from_floats(DType::kF32, {c.B, c.Hq, c.T, c.Dh}, random_floats(c.B * c.Hq * c.T * c.Dh, 11, -2, 2));
+    auto k = Tensor::from_floats(DType::kF32, {c.B, c.Hkv, c.C, c.Dh}, random_floats(c.B * c.Hkv * c.C * c.Dh, 12, -2, 2));
+    auto v = Tensor::from_floats(DType::kF32, {c.B, c.Hkv, c.C, c.Dh}, random_floats(c.B * c.Hkv * c.C * c.Dh, 13));
+    auto pos = Tensor::from_ints({c.T}, c.positions);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c.Dh));
+    const program::Attrs attrs{{"scale", scale}, {"window", c.window}};
+    const auto want = reference_attention(c, q.values(), k.values(), v.values(), static_cast<float>(scale));
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor y1(DType::kF32, q.shape()), y2(DType::kF32, q.shape());
+      ASSERT_TRUE(run(*registry(1, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {y1.view()}, attrs).ok());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {y2.view()}, attrs).ok());
+      EXPECT_TRUE(all_close(y1.values(), want, 1e-5));
+      EXPECT_TRUE(same_bytes(y1, y2));
+    }
+  }
+}
+
+TEST(OptimizedAttentionWindow, AgreesWithThePortableKernelWhenItHasTheAttribute) {
+  const AttentionCase c{1, 2, 1, 3, 24, 16, {5, 12, 23}, 4};
+  auto q = Tensor::from_floats(DType::kF32, {1, 2, 3, 16}, random_floats(2 * 3 * 16, 14, -2, 2));
+  auto k = Tensor::from_floats(DType::kF32, {1, 1, 24, 16}, random_floats(24 * 16, 15, -2, 2));
+  auto v = Tensor::from_floats(DType::kF32, {1, 1, 24, 16}, random_floats(24 * 16, 16));
+  auto pos = Tensor::from_ints({3}, c.positions);
+  const program::Attrs windowed{{"scale", 0.25}, {"window", c.window}}, unlimited{{"scale", 0.25}};
+  Tensor p_windowed(DType::kF32, q.shape()), p_unlimited(DType::kF32, q.shape()), got(DType::kF32, q.shape());
+  const std::vector<TensorView> inputs{q.view(), k.view(), v.view(), pos.view()};
+  const Status status = run(portable(), "attention", inputs, {p_windowed.view()}, windowed);
+  ASSERT_TRUE(run(portable(), "attention", inputs, {p_unlimited.view()}, unlimited).ok());
+  if (!status.ok() || same_bytes(p_windowed, p_unlimited))
+    GTEST_SKIP() << "the portable attention kernel does not implement `window` in this build";
+  ASSERT_TRUE(run(*registry(2), "attention", inputs, {got.view()}, windowed).ok());
+  EXPECT_TRUE(all_close(got.values(), p_windowed.values(), 1e-5));
+}
+
+TEST(OptimizedAttentionWindow, RejectsANegativeWindow) {
+  auto q = Tensor::from_floats(DType::kF32, {1, 1, 1, 8}, random_floats(8, 17));
+  auto k = Tensor::from_floats(DType::kF32, {1, 1, 4, 8}, random_floats(32, 18));
+  auto pos = Tensor::from_ints({1}, {2});
+  Tensor out(DType::kF32, q.shape());
+  const Status status = run(*registry(2), "attention", {q.view(), k.view(), k.view(), pos.view()}, {out.view()},
+                            {{"scale", 0.5}, {"window", int64_t{-3}}});
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("window -3"), std::string::npos) << status.error().message();
+}
+
+TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
+  // Decode attends one query; a prefill chunk attends many in blocks. Each query's result must
+  // not depend on the block it is in. Slots past a query's position hold garbage (nan), which
+  // must never be read.
+  const int64_t Hq = 4, Hkv = 2, T = 9, C = 48, Dh = 24;
+  std::vector<int64_t> positions;
+  for (int64_t t = 0; t < T; ++t) positions.push_back(30 + t);
+  auto q = Tensor::from_floats(DType::kF32, {1, Hq, T, Dh}, random_floats(Hq * T * Dh, 21, -2, 2));
+  auto kv_values = random_floats(Hkv * C * Dh, 22, -2, 2);
+  for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t s = 39; s < C; ++s)
+      for (int64_t d = 0; d < Dh; ++d) kv_values[(h * C + s) * Dh + d] = std::numeric_limits<float>::quiet_NaN();
+  auto k = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
+  auto v = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
+  auto pos = Tensor::from_ints({T}, positions);
+  for (int64_t window : {int64_t{0}, int64_t{7}}) {
+    const program::Attrs attrs{{"scale", 0.2}, {"window", window}};
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(::testing::Message() << isa_label(isa) << " window " << window);
+      Tensor block(DType::kF32, q.shape());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {block.view()}, attrs).ok());
+      const auto all = block.floats(), qs = q.floats();
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<float> one;
+        for (int64_t h = 0; h < Hq; ++h) one.insert(one.end(), qs.begin() + (h * T + t) * Dh, qs.begin() + (h * T + t + 1) * Dh);
+        auto q1 = Tensor::from_floats(DType::kF32, {1, Hq, 1, Dh}, one);
+        auto p1 = Tensor::from_ints({1}, {positions[t]});
+        Tensor alone(DType::kF32, q1.shape());
+        ASSERT_TRUE(run(*registry(1, isa), "attention", {q1.view(), k.view(), v.view(), p1.view()}, {alone.view()}, attrs).ok());
+        const auto a = alone.floats();
+        for (int64_t h = 0; h < Hq; ++h) {
+          ASSERT_EQ(std::memcmp(a.data() + h * Dh, all.data() + (h * T + t) * Dh, Dh * sizeof(float)), 0)
+              << "query " << t << " head " << h;
+          for (int64_t d = 0; d < Dh; ++d) ASSERT_FALSE(std::isnan(a[h * Dh + d]));
+        }
+      }
+    }
+  }
+}
 
 TEST(OptimizedAttentionCaches, NarrowCachesUseThePortableKernel) {
   const int64_t H = 2, T = 2, C = 8, Dh = 16;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "kestrel/backends/cpu/cpu_kernels.h"
@@ -20,8 +22,11 @@ TEST(CpuRegistry, ReplacesTheHotOpsAndKeepsTheRestPortable) {
   EXPECT_EQ(optimized->names(), portable->names());
   for (const auto& name : portable->names()) {
     SCOPED_TRACE(name);
-    const bool replaced = avx2 && (name == "linear" || name == "attention" || name == "rms_norm" || name == "silu");
+    const bool replaced = avx2 && (name == "linear" || name == "attention" || name == "rms_norm" || name == "silu" ||
+                                   name == "transpose");
     EXPECT_EQ(*optimized->find(name) != *portable->find(name), replaced);
+    // Replaced kernels prepare at load (attributes, packed weights, scratch).
+    EXPECT_EQ((*optimized->find_kernel(name))->prepare != nullptr, replaced);
   }
 }
 
@@ -35,7 +40,12 @@ TEST(CpuRegistry, IsCachedPerSetting) {
   EXPECT_EQ(optimized_kernel_registry(three), optimized_kernel_registry(three));
   if (isa_supported(Isa::kAvx2)) {
     EXPECT_NE(optimized_kernel_registry(three), optimized_kernel_registry(one));
-    EXPECT_NE(*optimized_kernel_registry(three)->find("linear"), *optimized_kernel_registry(one)->find("linear"));
+    // One pool per registry, sized by its thread count.
+    ASSERT_NE(optimized_kernel_registry(three)->pool(), nullptr);
+    EXPECT_EQ(optimized_kernel_registry(three)->pool()->threads(), 3);
+    EXPECT_EQ(optimized_kernel_registry(one)->pool()->threads(), 1);
+  } else {
+    EXPECT_EQ(optimized_kernel_registry(three)->pool(), nullptr);
   }
 }
 
@@ -51,9 +61,17 @@ TEST(CpuRegistry, ResolvesOptions) {
   EXPECT_EQ(resolve_cpu_kernel_options(options).isa, avx2 ? Isa::kAvx2 : Isa::kScalar);
   EXPECT_EQ(resolve_cpu_kernel_options(options).threads, avx2 ? 5 : 1);
   // An ISA the CPU lacks is lowered.
-  for (Isa vnni : {Isa::kAvxVnni, Isa::kAvx512Vnni}) {
-    options.isa = vnni;
-    EXPECT_EQ(resolve_cpu_kernel_options(options).isa, isa_supported(vnni) ? vnni : avx2 ? Isa::kAvx2 : Isa::kScalar);
+  // An ISA the CPU lacks is lowered to the best supported one below it.
+  const Isa order[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16};
+  for (size_t i = 1; i < std::size(order); ++i) {
+    options.isa = order[i];
+    Isa expected = Isa::kScalar;
+    for (size_t j = i; j > 0; --j)
+      if (isa_supported(order[j])) {
+        expected = order[j];
+        break;
+      }
+    EXPECT_EQ(resolve_cpu_kernel_options(options).isa, expected) << isa_name(order[i]);
   }
   // The scalar ISA is the single-threaded portable set.
   options.isa = Isa::kScalar;
@@ -64,8 +82,9 @@ TEST(CpuRegistry, ResolvesOptions) {
 }
 
 TEST(CpuRegistry, IsaNames) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni})
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16})
     EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_EQ(isa_name(Isa::kAvx512Bf16), "avx512_bf16");
   EXPECT_EQ(isa_name(Isa::kAvxVnni), "avx_vnni");
   EXPECT_TRUE(isa_supported(Isa::kScalar));
   EXPECT_TRUE(isa_supported(best_supported_isa()));
@@ -97,9 +116,17 @@ TEST(CpuRegistry, EnvironmentForcesTheScalarFallback) {
   }
 }
 
-TEST(CpuRegistry, ManySettingsStillGiveWorkingRegistries) {
-  // More distinct settings than there are slots: later ones share the closest slot.
-  // (Pools start their workers with their first job, so this creates no threads.)
+TEST(CpuRegistry, ManySettingsCostNoThreadsUntilUsed) {
+  // Registries for many settings: their pools start workers only when a kernel is prepared.
+  const auto threads_now = [] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+      (void)entry;
+      ++count;
+    }
+    return count;
+  };
+  const int before = threads_now();
   for (bool q8_quantize : {true, false}) {
     for (int threads = 1; threads <= 40; ++threads) {
       CpuKernelOptions options;
@@ -111,6 +138,7 @@ TEST(CpuRegistry, ManySettingsStillGiveWorkingRegistries) {
       EXPECT_TRUE(registry->find("linear").ok());
     }
   }
+  EXPECT_EQ(threads_now(), before);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kestrel/llm/runner.h"
+#include "kestrel/program/io_contract.h"
 #include "llm/subprogram_backend.h"
 #include "llm/test_programs.h"
 
@@ -24,6 +25,12 @@ TEST_P(DelegatedProgram, MatchesThePortableProgram) {
   auto delegated = export_delegated(config, GetParam(), backend);
   ASSERT_NE(delegated.program, nullptr);
   EXPECT_GT(delegated.delegates, 0u);
+  // Only a cache update run as a kernel is declared in place; inside a delegate it is the
+  // backend's affair, and the runner keeps copying.
+  const auto& metadata = delegated.program->metadata();
+  EXPECT_EQ(std::get<std::string>(metadata.at(contract::hf_static::kCacheUpdate)),
+            GetParam().count("index_copy") != 0 ? contract::hf_static::kCacheUpdateInPlace
+                                                : contract::hf_static::kCacheUpdateRunner);
   auto portable = load_spec(export_fixture(config, small_export(4, 48)));
 
   auto delegated_runner = llm::Runner::from_program(delegated.program);

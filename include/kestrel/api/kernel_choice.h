@@ -11,5 +11,7 @@ namespace kestrel::api {
 
 // threads: 0 uses every core; a negative count or an unknown kernel set is an error.
 Result<std::shared_ptr<const runtime::KernelRegistry>> kernel_registry_for(const std::string& kernels, int threads);
+// "portable", or the optimized set's instruction set name ("avx512_bf16", "scalar", ...).
+std::string kernel_description(const std::string& kernels, int threads);
 
 }  // namespace kestrel::api

@@ -25,6 +25,9 @@ struct HfStaticConfig {
   std::string logits;
   int64_t bos_id = -1;
   std::vector<int64_t> eos_ids;
+  // Optional key cache_update = "in_place": the methods write their new k/v slices into the
+  // caches themselves, so the runner copies nothing (absent or "runner": the runner copies).
+  bool cache_updated_in_place = false;
 };
 
 // Reads and checks every field; the error names the first field that is missing or invalid.
@@ -53,6 +56,7 @@ class HfStaticIOManager final : public IOManager {
   // Calls made so far, for tests and stats.
   int64_t prefill_calls() const { return prefill_calls_; }
   int64_t decode_calls() const { return decode_calls_; }
+  IoStats io_stats() const override;
   const IoBuffers& buffers() const { return *buffers_; }
 
  private:
@@ -79,6 +83,7 @@ class HfStaticIOManager final : public IOManager {
   TailPolicy tail_policy_ = TailPolicy::kOverlap;
   double prefill_seconds_ = 0, decode_seconds_ = 0;  // running means per call
   int64_t prefill_calls_ = 0, decode_calls_ = 0;
+  int64_t prefill_bytes_copied_ = 0, decode_bytes_copied_ = 0;  // into the caches, counted as copied
 };
 
 }  // namespace kestrel::llm

@@ -23,6 +23,14 @@ struct ModelInfo {
   std::vector<int64_t> eos_ids;
 };
 
+// What an IOManager did so far, counted where it happens.
+struct IoStats {
+  int64_t prefill_calls = 0;
+  int64_t decode_calls = 0;
+  int64_t prefill_cache_bytes_copied = 0;  // bytes the manager copied into the caches after calls
+  int64_t decode_cache_bytes_copied = 0;
+};
+
 class IOManager {
  public:
   virtual ~IOManager() = default;
@@ -36,6 +44,7 @@ class IOManager {
   virtual Result<std::span<const float>> forward(std::span<const int64_t> tokens, int64_t start) = 0;
   // Clears the caches.
   virtual void reset() = 0;
+  virtual IoStats io_stats() const { return {}; }
 };
 
 using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;

@@ -49,6 +49,9 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t generated_tokens = 0;
   int64_t peak_rss_bytes = 0;
+  // Bytes the IOManager copied into the KV caches per decode step of this request (0 when the
+  // program updates its caches in place), as counted where the copy happens.
+  double cache_bytes_copied_per_decode_step = 0;
 };
 
 struct GenerationResult {

@@ -34,6 +34,13 @@ inline constexpr const char* kEndOfTurnIds = "eot_ids";                     // t
 inline constexpr const char* kBosToken = "bos_token";                       // texts templates write
 inline constexpr const char* kEosToken = "eos_token";
 inline constexpr const char* kAddBosToken = "add_bos_token";                // the tokenizer prepends bos
+
+// Optional: who writes the new k/v slices into the caches. "runner" (the default when absent):
+// the runner copies them from the k_new/v_new outputs after each call; "in_place": every method
+// writes them into its cache inputs during the call, and the runner copies nothing.
+inline constexpr const char* kCacheUpdate = "cache_update";
+inline constexpr const char* kCacheUpdateRunner = "runner";
+inline constexpr const char* kCacheUpdateInPlace = "in_place";
 }  // namespace hf_static
 
 }  // namespace kestrel::contract

@@ -58,6 +58,7 @@ class Method {
   std::vector<TensorInfo> output_infos_;
   std::vector<Step> steps_;
   std::vector<std::pair<std::shared_ptr<BackendInterface>, void*>> delegates_;
+  AlignedBuffer scratch_;  // the largest reserve any kernel step asked for, reused by every step
 };
 
 // A loaded program plus the kernels and backends its methods resolve against.
@@ -82,6 +83,8 @@ class Program {
   std::shared_ptr<const program::LoadedProgram> loaded_;
   std::shared_ptr<const KernelRegistry> kernels_;
   std::shared_ptr<const BackendRegistry> backends_;
+  // Constants as the kernels prepared them (repacked weights), shared by all methods.
+  std::shared_ptr<ConstantCache> prepared_constants_ = std::make_shared<ConstantCache>();
 };
 
 }  // namespace kestrel::runtime

@@ -1,48 +1,76 @@
-// attention over a static f32 KV cache, one task per (batch, query head). Narrower caches go to
-// the portable kernel. Validation is the portable kernel's, check for check.
-#include <cmath>
-#include <vector>
+// attention over a static f32 KV cache. A task is one kv head of one batch row with a block of
+// queries of every query head that shares it: the scores of the whole block are computed one
+// chunk of 16 cache rows at a time, then each row's softmax, then the weighted sums of value
+// rows, so the block reads each key and value row once. Narrower caches go to the portable
+// kernel. Validation is the portable kernel's, check for check (the `window` attribute of
+// sliding-window attention included: 0 or absent is unlimited).
+#include <algorithm>
 
-#include "backends/cpu/avx2.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/check.h"
-#include "kernels/ops.h"
 #include "kestrel/core/error_helpers.h"
+#include "kernels/ops.h"
+#include "kestrel/kernels/portable.h"
 
 namespace kestrel::cpu::detail {
 
-using namespace kernels::detail;
+namespace {
 
-Status attention(KernelContext& ctx, const Config& config) {
-  if (config.isa == Isa::kScalar || ctx.inputs.size() != 4 || ctx.inputs[1].dtype != DType::kF32 ||
+struct AttentionState {
+  Config config;
+  size_t task_floats = 0;  // scratch per task (per thread)
+};
+
+}  // namespace
+
+Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const void* options) {
+  auto state = std::make_shared<AttentionState>();
+  state->config = *static_cast<const Config*>(options);
+  PreparedKernel prepared;
+  if (ctx.inputs.size() == 4 && ctx.inputs[0].shape.rank() == 4 && ctx.inputs[1].shape.rank() == 4) {
+    const int64_t Hq = ctx.inputs[0].shape[1], T = ctx.inputs[0].shape[2];
+    const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2];
+    if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
+      state->task_floats = attention_scratch_floats(T, Hq / Hkv, C);
+      prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * pool_threads(ctx.pool));
+    }
+  }
+  prepared.state = state;
+  return prepared;
+}
+
+Status attention(KernelContext& ctx) {
+  const auto* state = static_cast<const AttentionState*>(ctx.state);
+  if (state == nullptr || ctx.inputs.size() != 4 || ctx.inputs[1].dtype != DType::kF32 ||
       ctx.inputs[2].dtype != DType::kF32)
     return kernels::attention_kernel(ctx);
   KESTREL_ASSIGN_OR_RETURN(const kernels::AttentionDims dims, kernels::check_attention(ctx));
-  const TensorView& q = ctx.inputs[0];
-  const TensorView& k = ctx.inputs[1];
-  const TensorView& v = ctx.inputs[2];
-  const int64_t* pos = ctx.inputs[3].as<const int64_t>();
-  TensorView& out = ctx.outputs[0];
-  const int64_t B = dims.B, Hq = dims.Hq, Hkv = dims.Hkv, T = dims.T, C = dims.C, Dh = dims.Dh;
-  const float scale = dims.scale;
+  AttentionOperands op;
+  op.q = ctx.inputs[0].as<const float>();
+  op.k = ctx.inputs[1].as<const float>();
+  op.v = ctx.inputs[2].as<const float>();
+  op.positions = ctx.inputs[3].as<const int64_t>();
+  op.out = ctx.outputs[0].as<float>();
+  op.B = dims.B, op.Hq = dims.Hq, op.Hkv = dims.Hkv, op.T = dims.T, op.C = dims.C, op.Dh = dims.Dh;
+  op.scale = dims.scale;
+  op.window = dims.window;  // checked by check_attention
+  if (op.B * op.Hq * op.T * op.Dh == 0) return ok_status();
+
+  const int64_t group = op.Hq / op.Hkv;
+  const size_t task_floats = attention_scratch_floats(op.T, group, op.C);
+  const int threads = pool_threads(ctx.pool);
+  float* scratch = ctx.scratch != nullptr ? ctx.scratch->take<float>(task_floats * threads) : nullptr;
+  if (scratch == nullptr || task_floats != state->task_floats)
+    return make_error(ErrorCode::kInternal, "attention: the call needs more scratch than was reserved at load");
   // Each task consumes its q rows (scores) before it writes their output rows, and tasks own
-  // disjoint heads, so out may be q itself (the shared check allows exactly that).
-  const int64_t group = Hq / Hkv;
-  const float* qs = q.as<const float>();
-  const float* ks = k.as<const float>();
-  const float* vs = v.as<const float>();
-  float* ys = out.as<float>();
-  config.pool->parallel_for(B * Hq, [&](int64_t task) {
-    thread_local std::vector<float> scores;
-    if (scores.size() < static_cast<size_t>(C)) scores.resize(static_cast<size_t>(C));
-    const int64_t b = task / Hq, h = task % Hq;
-    const int64_t kv_base = ((b * Hkv) + h / group) * C * Dh;
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t q_offset = ((b * Hq + h) * T + t) * Dh;
-      const int64_t first = dims.first_slot(pos[t]);  // sliding window: later slots only
-      attention_row_avx2(qs + q_offset, ks + kv_base + first * Dh, vs + kv_base + first * Dh, pos[t] + 1 - first, Dh,
-                         scale, scores.data(), ys + q_offset);
-    }
+  // disjoint rows, so out may be q itself (the shared check allows exactly that).
+  const int64_t per_task = attention_queries_per_task(op.T, group);
+  const int64_t query_blocks = (op.T + per_task - 1) / per_task;
+  const SimdKernels& simd = *state->config.simd;
+  parallel_for(ctx.pool, op.B * op.Hkv * query_blocks, [&](int64_t task, int thread) {
+    const int64_t block = task % query_blocks, head = task / query_blocks;
+    const int64_t t0 = block * per_task, t1 = std::min(op.T, t0 + per_task);
+    simd.attention_block(op, head / op.Hkv, head % op.Hkv, t0, t1, scratch + task_floats * thread);
   });
   return ok_status();
 }

@@ -1,10 +1,9 @@
-// Internal entry points of the optimized CPU kernels. Each takes the configuration of the
-// registry it was looked up from (a registry's kernels are thin per-slot wrappers, since a
-// KernelFn is a plain function pointer without user data).
+// Internal entry points of the optimized CPU kernels. Each op has a prepare step (run once per
+// instruction when a method loads: decodes attributes, repacks constant weights, sizes the
+// scratch a call needs) and a run function that reads that state from its call context.
 #pragma once
 
-#include <cstdint>
-
+#include "backends/cpu/simd/simd_kernels.h"
 #include "backends/cpu/thread_pool.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/runtime/kernel.h"
@@ -12,17 +11,28 @@
 namespace kestrel::cpu::detail {
 
 using runtime::KernelContext;
+using runtime::KernelPrepareContext;
+using runtime::PreparedKernel;
 
+// The configuration of a registry, handed to every prepare step as the kernel's options.
 struct Config {
-  int threads = 1;
-  Isa isa = Isa::kScalar;
+  Isa isa = Isa::kScalar;  // never kScalar for a registry with optimized kernels
   bool q8_quantize_activations = true;
-  ThreadPool* pool = nullptr;  // threads - 1 workers; never null for a published slot
+  const SimdKernels* simd = nullptr;
 };
 
-Status linear(KernelContext& ctx, const Config& config);
-Status attention(KernelContext& ctx, const Config& config);
-Status rms_norm(KernelContext& ctx, const Config& config);
-Status silu(KernelContext& ctx, const Config& config);
+Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const void* config);
+Status linear(KernelContext& ctx);
+Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const void* config);
+Status attention(KernelContext& ctx);
+Result<PreparedKernel> prepare_rms_norm(const KernelPrepareContext& ctx, const void* config);
+Status rms_norm(KernelContext& ctx);
+Result<PreparedKernel> prepare_silu(const KernelPrepareContext& ctx, const void* config);
+Status silu(KernelContext& ctx);
+Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void* config);
+Status transpose(KernelContext& ctx);
+
+// The pool's thread count, 1 without a pool.
+inline int pool_threads(const runtime::ThreadPool* pool) { return pool != nullptr ? pool->threads() : 1; }
 
 }  // namespace kestrel::cpu::detail

@@ -1,9 +1,12 @@
-// rms_norm and silu with AVX2. Both are cheap next to linear, single-threaded, and validated
-// exactly as the portable kernels are.
+// rms_norm and silu with the SIMD kernels (rows or elements split over the pool when there are
+// many), and transpose with its permutation decoded once at load. Each is validated exactly as
+// the portable kernel is; a call the fast paths do not cover runs the portable kernel.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
-#include "backends/cpu/avx2.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/check.h"
 #include "kernels/convert.h"
@@ -14,9 +17,44 @@ namespace kestrel::cpu::detail {
 
 using namespace kernels::detail;
 
-Status rms_norm(KernelContext& ctx, const Config& config) {
-  if (config.isa == Isa::kScalar) return kernels::rms_norm_kernel(ctx);
+namespace {
+
+// Below this many values a call runs on one thread: waking the pool costs more.
+constexpr int64_t kParallelValues = 1 << 15;
+
+struct RmsNormState {
+  Config config;
+  std::vector<float> weight;  // a constant weight as f32 (empty: converted per call)
+};
+
+struct SiluState {
+  Config config;
+};
+
+}  // namespace
+
+Result<PreparedKernel> prepare_rms_norm(const KernelPrepareContext& ctx, const void* options) {
+  auto state = std::make_shared<RmsNormState>();
+  state->config = *static_cast<const Config*>(options);
+  PreparedKernel prepared;
+  if (ctx.inputs.size() == 2 && ctx.inputs[1].shape.rank() == 1) {
+    const TensorView& w = ctx.inputs[1];
+    const int64_t D = w.shape[0];
+    if (w.data != nullptr && (w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16)) {
+      state->weight.resize(static_cast<size_t>(D));
+      kernels::detail::convert_to_f32(w.dtype, w.data, 0, D, state->weight.data());
+    } else {
+      prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(static_cast<size_t>(D));
+    }
+  }
+  prepared.state = state;
+  return prepared;
+}
+
+Status rms_norm(KernelContext& ctx) {
   constexpr std::string_view op = "rms_norm";
+  const auto* state = static_cast<const RmsNormState*>(ctx.state);
+  if (state == nullptr) return kernels::rms_norm_kernel(ctx);
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 2, 1));
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
@@ -34,27 +72,43 @@ Status rms_norm(KernelContext& ctx, const Config& config) {
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, true));
   KESTREL_ASSIGN_OR_RETURN(double eps_attr, ctx.attrs.get_float("eps"));
   if (!(eps_attr >= 0.0) || !std::isfinite(eps_attr))
-    return make_error(ErrorCode::kInvalidArgument, "{}: eps {} must be finite and non-negative", op,
-                      eps_attr);
-  const float eps = static_cast<float>(eps_attr);
+    return make_error(ErrorCode::kInvalidArgument, "{}: eps {} must be finite and non-negative", op, eps_attr);
+  const auto eps = static_cast<float>(eps_attr);
 
+  const float* weight = state->weight.data();
+  if (static_cast<int64_t>(state->weight.size()) != D) {
+    float* converted = ctx.scratch != nullptr ? ctx.scratch->take<float>(static_cast<size_t>(D)) : nullptr;
+    if (converted == nullptr)
+      return make_error(ErrorCode::kInternal, "{}: the call needs more scratch than was reserved at load", op);
+    weight = f32_values(w.dtype, w.data, 0, D, converted);
+  }
   const int64_t rows = dims_product(x.shape, 0, x.shape.rank() - 1);
-  thread_local std::vector<float> weight_f32;
-  if (weight_f32.size() < static_cast<size_t>(D)) weight_f32.resize(static_cast<size_t>(D));
-  const float* weight = f32_values(w.dtype, w.data, 0, D, weight_f32.data());
+  const SimdKernels& simd = *state->config.simd;
   const float* src = x.as<const float>();
   float* dst = out.as<float>();
-  for (int64_t r = 0; r < rows; ++r, src += D, dst += D) {
-    const double sum_sq = sum_squares_avx2(src, D);
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(D) + eps));
-    scale_mul_avx2(src, inv, weight, dst, D);
+  const int threads = pool_threads(ctx.pool);
+  if (rows * D < kParallelValues || threads == 1 || rows < 2) {
+    simd.rms_norm_rows(src, weight, eps, rows, D, dst);
+    return ok_status();
   }
+  const int64_t tasks = std::min<int64_t>(rows, threads);
+  parallel_for(ctx.pool, tasks, [&](int64_t task, int) {
+    const int64_t r0 = rows * task / tasks, r1 = rows * (task + 1) / tasks;
+    simd.rms_norm_rows(src + r0 * D, weight, eps, r1 - r0, D, dst + r0 * D);
+  });
   return ok_status();
 }
 
-Status silu(KernelContext& ctx, const Config& config) {
-  if (config.isa == Isa::kScalar) return kernels::silu_kernel(ctx);
+Result<PreparedKernel> prepare_silu(const KernelPrepareContext& ctx, const void* options) {
+  auto state = std::make_shared<SiluState>();
+  state->config = *static_cast<const Config*>(options);
+  return PreparedKernel{state, 0};
+}
+
+Status silu(KernelContext& ctx) {
   constexpr std::string_view op = "silu";
+  const auto* state = static_cast<const SiluState*>(ctx.state);
+  if (state == nullptr) return kernels::silu_kernel(ctx);
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
   const TensorView& out = ctx.outputs[0];
@@ -64,7 +118,93 @@ Status silu(KernelContext& ctx, const Config& config) {
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
   KESTREL_RETURN_IF_ERROR(check_shape(op, "output", out, x.shape));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, true));
-  silu_avx2(x.as<const float>(), out.as<float>(), x.numel());
+  const SimdKernels& simd = *state->config.simd;
+  const float* src = x.as<const float>();
+  float* dst = out.as<float>();
+  const int64_t n = x.numel();
+  const int threads = pool_threads(ctx.pool);
+  if (n < kParallelValues || threads == 1) {
+    simd.silu(src, dst, n);
+    return ok_status();
+  }
+  // Pieces of whole 16-value chunks; silu is elementwise, so the split changes no bit.
+  const int64_t chunks = (n + 15) / 16;
+  parallel_for(ctx.pool, threads, [&](int64_t task, int) {
+    const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
+    const int64_t i0 = c0 * 16, i1 = std::min(n, c1 * 16);
+    if (i1 > i0) simd.silu(src + i0, dst + i0, i1 - i0);
+  });
+  return ok_status();
+}
+
+namespace {
+
+// A permutation that keeps the last axis in place, decoded at load: the copy moves whole rows.
+struct TransposeState {
+  bool fast = false;
+  int rank = 0;
+  std::array<int, kMaxRank> perm{};
+};
+
+}  // namespace
+
+Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void*) {
+  auto state = std::make_shared<TransposeState>();
+  if (ctx.inputs.size() == 1 && ctx.attrs.has("perm")) {
+    auto perm = ctx.attrs.get_ints("perm");
+    const int rank = ctx.inputs[0].shape.rank();
+    bool ok = perm.ok() && rank >= 1 && perm->size() == static_cast<size_t>(rank) &&
+              dtype_element_size(ctx.inputs[0].dtype) > 0;
+    std::array<bool, kMaxRank> seen{};
+    for (int i = 0; ok && i < rank; ++i) {
+      const int64_t axis = (*perm)[static_cast<size_t>(i)];
+      ok = axis >= 0 && axis < rank && !seen[static_cast<size_t>(axis)];
+      if (ok) {
+        seen[static_cast<size_t>(axis)] = true;
+        state->perm[static_cast<size_t>(i)] = static_cast<int>(axis);
+      }
+    }
+    state->fast = ok && state->perm[static_cast<size_t>(rank - 1)] == rank - 1;
+    state->rank = rank;
+  }
+  return PreparedKernel{state, 0};
+}
+
+Status transpose(KernelContext& ctx) {
+  constexpr std::string_view op = "transpose";
+  const auto* state = static_cast<const TransposeState*>(ctx.state);
+  if (state == nullptr || !state->fast || ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
+    return kernels::transpose_kernel(ctx);
+  const TensorView& x = ctx.inputs[0];
+  const TensorView& out = ctx.outputs[0];
+  const int rank = x.shape.rank();
+  if (rank != state->rank || out.dtype != x.dtype || out.shape.rank() != rank) return kernels::transpose_kernel(ctx);
+  for (int i = 0; i < rank; ++i)
+    if (out.shape[i] != x.shape[state->perm[static_cast<size_t>(i)]]) return kernels::transpose_kernel(ctx);
+  if (!check_tensor(op, "x", x).ok() || !check_tensor(op, "output", out).ok() ||
+      !check_no_overlap(op, "output", out, "x", x, false).ok())
+    return kernels::transpose_kernel(ctx);  // reports the problem
+  const size_t elem = dtype_element_size(x.dtype);
+  const int64_t total = x.numel();
+  if (total == 0) return ok_status();
+  // Walk the output rows in order; in_stride[i] is how far x moves when output axis i advances.
+  const Shape x_strides = contiguous_strides(x.shape);
+  std::array<int64_t, kMaxRank> in_stride{}, counter{};
+  for (int i = 0; i < rank; ++i) in_stride[static_cast<size_t>(i)] = x_strides[state->perm[static_cast<size_t>(i)]];
+  const int64_t inner = out.shape[rank - 1];
+  const size_t row_bytes = static_cast<size_t>(inner) * elem;
+  const auto* src = static_cast<const uint8_t*>(x.data);
+  auto* dst = static_cast<uint8_t*>(out.data);
+  int64_t in_offset = 0;
+  for (int64_t done = 0; done < total; done += inner) {
+    std::memcpy(dst + static_cast<size_t>(done) * elem, src + static_cast<size_t>(in_offset) * elem, row_bytes);
+    for (int i = rank - 2; i >= 0; --i) {
+      in_offset += in_stride[static_cast<size_t>(i)];
+      if (++counter[static_cast<size_t>(i)] < out.shape[i]) break;
+      in_offset -= in_stride[static_cast<size_t>(i)] * out.shape[i];
+      counter[static_cast<size_t>(i)] = 0;
+    }
+  }
   return ok_status();
 }
 

@@ -1,62 +1,179 @@
-// linear: y[..., n] = sum_k x[..., k] * weight[n, k] + bias[n], output columns split over the
-// thread pool. Validation is the portable kernel's, check for check.
-#include <algorithm>
-#include <vector>
+// linear: y[..., n] = sum_k x[..., k] * weight[n, k] + bias[n]. A constant weight is repacked
+// at load (packed_matrix.h; one copy per program, shared by its methods); each call prepares
+// its activations (q8: quantized per block, bf16 dot: rounded to bf16 pairs) in the call's
+// scratch and splits the output panels over the pool. Validation is the portable kernel's,
+// check for check; what the packed kernels do not cover (a weight that is not a constant,
+// non-finite activations with q8 weights, q8 with exact activations) runs the portable kernel.
+#include <fmt/format.h>
 
-#include "backends/cpu/avx2.h"
+#include <algorithm>
+#include <atomic>
+
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/packed_matrix.h"
 #include "kernels/check.h"
-#include "kernels/ops.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/program/loaded_program.h"
+#include "kernels/ops.h"
+#include "kestrel/kernels/portable.h"
 
 namespace kestrel::cpu::detail {
 
-using namespace kernels::detail;
+namespace {
 
-Status linear(KernelContext& ctx, const Config& config) {
-  if (config.isa == Isa::kScalar) return kernels::linear_kernel(ctx);
-  KESTREL_ASSIGN_OR_RETURN(const kernels::LinearDims dims, kernels::check_linear(ctx));
+struct LinearState {
+  Config config;
+  std::shared_ptr<const PackedMatrix> packed;  // null: the portable kernel runs
+  const void* source = nullptr;                // the weight bytes that were packed
+};
+
+bool uses_bf16_dot(const Config& config, DType dtype) {
+  return dtype == DType::kBF16 && config.simd->to_bf16_pairs != nullptr;
+}
+
+// Scratch bytes a call with M rows takes for its prepared activations.
+size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int64_t M) {
+  using runtime::Scratch;
+  const auto rows = static_cast<size_t>(M);
+  switch (w.dtype) {
+    case DType::kQ8: {
+      const auto blocks = static_cast<size_t>(w.padded_k() / kQ8BlockSize);
+      return Scratch::bytes_for<int8_t>(rows * w.padded_k()) + Scratch::bytes_for<float>(rows * blocks) +
+             Scratch::bytes_for<int32_t>(rows * blocks);
+    }
+    case DType::kBF16:
+      if (uses_bf16_dot(config, w.dtype)) return Scratch::bytes_for<uint32_t>(rows * w.steps);
+      // Widened bf16 reads activations in k pairs: an odd K needs a zero-padded copy.
+      return w.K % 2 != 0 ? Scratch::bytes_for<float>(rows * w.padded_k()) : 0;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const void* options) {
+  auto state = std::make_shared<LinearState>();
+  state->config = *static_cast<const Config*>(options);
+  PreparedKernel prepared;
+  prepared.state = state;
+  // Anything unusual is left to the run-time checks (and the portable kernel): only a well
+  // formed constant weight is packed.
+  if (ctx.inputs.size() < 2 || ctx.outputs.size() != 1) return prepared;
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
-  const TensorView* bias = dims.bias;
-  TensorView& y = ctx.outputs[0];
-  const int64_t M = dims.M, K = dims.K, N = dims.N;
-  if (M == 0 || N == 0) return ok_status();
+  if (w.data == nullptr || w.shape.rank() != 2 || !w.is_contiguous() || x.shape.rank() < 1) return prepared;
+  const int64_t N = w.shape[0], K = w.shape[1];
+  const bool packable = w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16 ||
+                        (w.dtype == DType::kQ8 && K % kQ8BlockSize == 0);
+  if (!packable || N == 0 || K == 0 || x.shape.dim(-1) != K) return prepared;
+  if (w.dtype == DType::kQ8 && !state->config.q8_quantize_activations) return prepared;
 
-  LinearArgs args;
-  args.dtype = w.dtype;
-  args.w = w.data;
-  args.x = x.as<const float>();
-  args.bias = bias != nullptr ? bias->as<const float>() : nullptr;
-  args.y = y.as<float>();
-  args.M = M;
-  args.K = K;
-  args.N = N;
-  args.int8_dot = config.isa == Isa::kAvxVnni      ? Int8Dot::kAvxVnni
-                  : config.isa == Isa::kAvx512Vnni ? Int8Dot::kAvx512Vnni
-                                                   : Int8Dot::kMaddubs;
-  if (w.dtype == DType::kQ8 && config.q8_quantize_activations && K > 0) {
-    // Quantized once here, read by every task. Grows, never shrinks: steady state allocates
-    // nothing.
-    thread_local std::vector<int8_t> quantized;
-    thread_local std::vector<float> scales;
-    const size_t blocks = static_cast<size_t>(M * (K / kQ8BlockSize));
-    if (quantized.size() < static_cast<size_t>(M * K)) quantized.resize(static_cast<size_t>(M * K));
-    if (scales.size() < blocks) scales.resize(blocks);
-    if (quantize_rows_q8_avx2(args.x, M, K, quantized.data(), scales.data())) {
-      args.xq = quantized.data();
-      args.xd = scales.data();
-    }  // else a non-finite activation: the f32 way propagates it like the reference does
+  // One arena per program holds all its packed matrices (none without a program-wide cache).
+  std::shared_ptr<PackedArena> arena;
+  if (ctx.constants != nullptr && ctx.program != nullptr) {
+    // Packed weights are the program's weights plus a little padding per matrix: twice the
+    // file is a generous reserve (address space only; the pages written are what counts).
+    const size_t capacity = 2 * ctx.program->file_bytes() + (size_t{64} << 20);
+    KESTREL_ASSIGN_OR_RETURN(auto shared, ctx.constants->get_or_make("cpu.linear.arena", [&]() -> Result<std::shared_ptr<const void>> {
+      KESTREL_ASSIGN_OR_RETURN(auto made, PackedArena::reserve(capacity));
+      return std::shared_ptr<const void>(made);
+    }));
+    arena = std::const_pointer_cast<PackedArena>(std::static_pointer_cast<const PackedArena>(shared));
+  }
+  auto pack = [&]() -> Result<std::shared_ptr<const void>> {
+    KESTREL_ASSIGN_OR_RETURN(auto matrix, PackedMatrix::pack(w.dtype, w.data, N, K, ctx.pool, arena));
+    // Calls read only the packed copy from now on; the file's pages can leave memory.
+    KESTREL_ASSIGN_OR_RETURN(const size_t bytes, w.storage_bytes());
+    ctx.release_constant({static_cast<const uint8_t*>(w.data), bytes});
+    return std::shared_ptr<const void>(matrix);
+  };
+  std::shared_ptr<const void> packed;
+  if (ctx.constants != nullptr) {
+    const std::string key = fmt::format("cpu.linear.packed/{}/{}/{}x{}", dtype_name(w.dtype), w.data, N, K);
+    KESTREL_ASSIGN_OR_RETURN(packed, ctx.constants->get_or_make(key, pack));
+  } else {
+    KESTREL_ASSIGN_OR_RETURN(packed, pack());
+  }
+  state->packed = std::static_pointer_cast<const PackedMatrix>(packed);
+  state->source = w.data;
+  const int64_t M = x.numel() / K;
+  prepared.scratch_bytes = activation_scratch_bytes(state->config, state->packed->layout(), M);
+  return prepared;
+}
+
+Status linear(KernelContext& ctx) {
+  const auto* state = static_cast<const LinearState*>(ctx.state);
+  if (state == nullptr || state->packed == nullptr || ctx.inputs.size() < 2 || ctx.inputs[1].data != state->source)
+    return kernels::linear_kernel(ctx);
+  KESTREL_ASSIGN_OR_RETURN(const kernels::LinearDims dims, kernels::check_linear(ctx));
+  const PackedLayout& layout = state->packed->layout();
+  if (dims.K != layout.K || dims.N != layout.N || ctx.inputs[1].dtype != layout.dtype)
+    return kernels::linear_kernel(ctx);  // not the shape that was packed
+  if (dims.M == 0) return ok_status();
+  const Config& config = state->config;
+
+  LinearOperands op;
+  op.w = layout;
+  op.M = dims.M;
+  op.x = ctx.inputs[0].as<const float>();
+  op.x_stride = dims.K;
+  op.bias = dims.bias != nullptr ? dims.bias->as<const float>() : nullptr;
+  op.y = ctx.outputs[0].as<float>();
+  auto out_of_scratch = [&] {
+    return make_error(ErrorCode::kInternal, "linear: the call needs more scratch than was reserved at load ({} bytes)",
+                      ctx.scratch != nullptr ? ctx.scratch->capacity() : 0);
+  };
+  runtime::Scratch none;
+  runtime::Scratch& scratch = ctx.scratch != nullptr ? *ctx.scratch : none;
+  const auto rows = static_cast<size_t>(dims.M);
+  if (layout.dtype == DType::kQ8) {
+    const int64_t kp = layout.padded_k(), blocks = kp / kQ8BlockSize;
+    auto* q = scratch.take<int8_t>(rows * kp);
+    auto* scale = scratch.take<float>(rows * blocks);
+    auto* corr = scratch.take<int32_t>(rows * blocks);
+    if (q == nullptr || scale == nullptr || corr == nullptr) return out_of_scratch();
+    // Rows split over the pool when there are several (each row is quantized on its own, so
+    // the split changes no bit). A non-finite activation: the reference's arithmetic
+    // propagates it exactly, so the portable kernel runs.
+    std::atomic<bool> finite{true};
+    const int64_t parts = std::min<int64_t>(dims.M, pool_threads(ctx.pool));
+    parallel_for(ctx.pool, parts, [&](int64_t part, int) {
+      const int64_t r0 = dims.M * part / parts, r1 = dims.M * (part + 1) / parts;
+      if (!config.simd->quantize_q8(op.x + r0 * dims.K, r1 - r0, dims.K, dims.K, kp, q + r0 * kp,
+                                    scale + r0 * blocks, corr + r0 * blocks))
+        finite.store(false, std::memory_order_relaxed);
+    });
+    if (!finite.load()) return kernels::linear_kernel(ctx);
+    op.xq = q;
+    op.x_scale = scale;
+    op.x_corr = corr;
+  } else if (uses_bf16_dot(config, layout.dtype)) {
+    auto* pairs = scratch.take<uint32_t>(rows * layout.steps);
+    if (pairs == nullptr) return out_of_scratch();
+    config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, layout.steps, pairs);
+    op.x_bf16 = pairs;
+  } else if (layout.dtype == DType::kBF16 && dims.K % 2 != 0) {
+    auto* padded = scratch.take<float>(rows * layout.padded_k());
+    if (padded == nullptr) return out_of_scratch();
+    for (int64_t m = 0; m < dims.M; ++m) {
+      std::copy(op.x + m * dims.K, op.x + (m + 1) * dims.K, padded + m * layout.padded_k());
+      padded[(m + 1) * layout.padded_k() - 1] = 0.0f;
+    }
+    op.x = padded;
+    op.x_stride = layout.padded_k();
   }
 
-  // Each thread streams one contiguous share of the weight rows, in pieces of whole groups of
-  // four rows (the prefill kernels' group, so results do not depend on the split); threads
-  // that finish early take pieces from the back of the others' shares. Finer independent
-  // tasks measured slower: every task restarts a prefetched stream.
-  const int64_t groups = (N + 3) / 4;
-  const int64_t piece_groups = std::max<int64_t>(1, groups / (int64_t{config.threads} * 8));
-  config.pool->parallel_ranges(N, 4, piece_groups,
-                               [&](int64_t n0, int64_t n1) { linear_rows_avx2(args, n0, n1); });
+  // Each thread takes one contiguous range of panels (one sequential weight stream per thread
+  // for decode), in pieces of whole groups of four panels; threads that finish early take pieces
+  // from the back of the others' ranges.
+  const int threads = pool_threads(ctx.pool);
+  const int64_t groups = (layout.panels + 3) / 4;
+  const int64_t piece = dims.M == 1 ? std::max<int64_t>(1, groups / (int64_t{threads} * 8))
+                                    : std::max<int64_t>(1, groups / (int64_t{threads} * 2));
+  const SimdKernels& simd = *config.simd;
+  parallel_ranges(ctx.pool, layout.panels, 4, piece,
+                  [&](int64_t p0, int64_t p1, int) { simd.linear_panels(op, p0, p1); });
   return ok_status();
 }
 

@@ -28,25 +28,30 @@ constexpr uint64_t next_of(uint64_t word) { return word & 0xffff; }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {}
+CpuThreadPool::CpuThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {}
 
-ThreadPool::~ThreadPool() {
+void CpuThreadPool::start() {
+  if (started_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(submit_);
+  if (started_.load(std::memory_order_relaxed)) return;
+  workers_.reserve(static_cast<size_t>(threads_ - 1));
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  started_.store(true, std::memory_order_release);
+}
+
+CpuThreadPool::~CpuThreadPool() {
   stop_.store(true, std::memory_order_seq_cst);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   generation_.notify_all();
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
+void CpuThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
   if (count <= 0) return;
-  if (threads_ == 1 || count == 1 || count > kMaxTasks || !submit_.try_lock()) {
-    for (int64_t task = 0; task < count; ++task) fn(ctx, task);
+  if (threads_ == 1 || count == 1 || count > kMaxTasks || !started_.load(std::memory_order_acquire) ||
+      !submit_.try_lock()) {
+    for (int64_t task = 0; task < count; ++task) fn(ctx, task, 0);
     return;
-  }
-  // Workers start with the first job, so a registry that is never used costs no threads.
-  if (workers_.empty()) {
-    workers_.reserve(static_cast<size_t>(threads_ - 1));
-    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
   fn_ = fn;
   ctx_ = ctx;
@@ -59,7 +64,7 @@ void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
   generation_.store(generation, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
 
-  work(generation);
+  work(generation, 0);
   for (int spins = 0; done_.load(std::memory_order_acquire) < count; ++spins) {
     if (spins < 4096) {
       cpu_relax();
@@ -70,39 +75,52 @@ void ThreadPool::run(int64_t count, TaskFn fn, void* ctx) {
   submit_.unlock();
 }
 
-void ThreadPool::run_ranges(int64_t count, int64_t unit, int64_t piece_units, RangeJob& job) {
-  if (count <= 0) return;
-  unit = unit < 1 ? 1 : unit;
-  const int64_t units = (count + unit - 1) / unit;
-  const int64_t parts = std::min<int64_t>({threads_, units, kMaxTasks});
-  if (parts <= 1 || units > 0xffffffffll) {
-    job.fn(job.ctx, 0, count);
-    return;
+void CpuThreadPool::work(uint32_t generation, int thread) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  while (generation_of(word) == generation && next_of(word) < count_of(word)) {
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      continue;
+    // The claimed task is unfinished, so its job is still the published one: fn_/ctx_ hold.
+    fn_(ctx_, static_cast<int64_t>(next_of(word)), thread);
+    done_.fetch_add(1, std::memory_order_release);
+    word = claim_.load(std::memory_order_acquire);
   }
-  // The ranges live in the submitting thread's storage: a submitter that finds the pool busy
-  // runs its tasks inline on its own ranges.
-  thread_local std::unique_ptr<RangeJob::Range[]> storage;
-  thread_local int64_t capacity = 0;
-  if (capacity < parts) {
-    storage = std::make_unique<RangeJob::Range[]>(static_cast<size_t>(parts));
-    capacity = parts;
-  }
-  for (int64_t p = 0; p < parts; ++p) {
-    const uint64_t lo = static_cast<uint64_t>(units * p / parts), hi = static_cast<uint64_t>(units * (p + 1) / parts);
-    storage[p].bounds.store((lo << 32) | hi, std::memory_order_relaxed);
-  }
-  job.count = count;
-  job.unit = unit;
-  job.piece_units = piece_units < 1 ? 1 : piece_units;
-  job.parts = parts;
-  job.ranges = storage.get();
-  run(parts, &ThreadPool::run_range_task, &job);  // publishes the ranges (release)
 }
 
-void ThreadPool::run_range_task(void* ctx, int64_t part) {
-  RangeJob& job = *static_cast<RangeJob*>(ctx);
+void CpuThreadPool::worker_loop(int index) {
+  // The generation at construction, not at thread start: a worker that starts late must still
+  // notice every job (and the stop) published since the pool was made.
+  uint32_t seen = 0;
+  while (true) {
+    uint32_t current = generation_.load(std::memory_order_acquire);
+    if (current == seen) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int spins = 1; current == seen; ++spins) {
+        cpu_relax();
+        current = generation_.load(std::memory_order_acquire);
+        if (spins % 128 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+      }
+      if (current == seen) {
+        if (stop_.load(std::memory_order_acquire)) return;
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        generation_.wait(seen, std::memory_order_seq_cst);
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        continue;
+      }
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = current;
+    work(current, index);
+  }
+}
+
+namespace ranges_internal {
+
+void run_part(void* ctx, int64_t part, int thread) {
+  Job& job = *static_cast<Job*>(ctx);
   auto call = [&](uint64_t lo, uint64_t hi) {
-    job.fn(job.ctx, static_cast<int64_t>(lo) * job.unit, std::min(job.count, static_cast<int64_t>(hi) * job.unit));
+    job.fn(job.ctx, static_cast<int64_t>(lo) * job.unit, std::min(job.count, static_cast<int64_t>(hi) * job.unit),
+           thread);
   };
   const auto piece = static_cast<uint64_t>(job.piece_units);
   // Own range, front to back.
@@ -135,43 +153,6 @@ void ThreadPool::run_range_task(void* ctx, int64_t part) {
   }
 }
 
-void ThreadPool::work(uint32_t generation) {
-  uint64_t word = claim_.load(std::memory_order_acquire);
-  while (generation_of(word) == generation && next_of(word) < count_of(word)) {
-    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
-      continue;
-    // The claimed task is unfinished, so its job is still the published one: fn_/ctx_ hold.
-    fn_(ctx_, static_cast<int64_t>(next_of(word)));
-    done_.fetch_add(1, std::memory_order_release);
-    word = claim_.load(std::memory_order_acquire);
-  }
-}
-
-void ThreadPool::worker_loop() {
-  // The generation at construction, not at thread start: a worker that starts late must still
-  // notice every job (and the stop) published since the pool was made.
-  uint32_t seen = 0;
-  while (true) {
-    uint32_t current = generation_.load(std::memory_order_acquire);
-    if (current == seen) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int spins = 1; current == seen; ++spins) {
-        cpu_relax();
-        current = generation_.load(std::memory_order_acquire);
-        if (spins % 128 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
-      }
-      if (current == seen) {
-        if (stop_.load(std::memory_order_acquire)) return;
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        generation_.wait(seen, std::memory_order_seq_cst);
-        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-        continue;
-      }
-    }
-    if (stop_.load(std::memory_order_acquire)) return;
-    seen = current;
-    work(current);
-  }
-}
+}  // namespace ranges_internal
 
 }  // namespace kestrel::cpu::detail

@@ -1,16 +1,17 @@
-// The optimized CPU kernel set: the portable kernels with the hot decode ops replaced by
-// SIMD (AVX2 + FMA + F16C, chosen at run time; AVX-VNNI or AVX512-VNNI for the q8 int8 dot
-// products where present) and multi-threaded versions that keep the contract of docs/ops.md
-// (same validation and error messages; results equal to the portable kernels' within float
-// rounding, q8 linear within the rounding of its activation quantization).
+// The optimized CPU kernel set: the portable kernels with the hot ops replaced by SIMD,
+// multi-threaded versions that keep the contract of docs/ops.md (same validation and error
+// messages; results equal to the portable kernels' within float rounding, q8 linear within the
+// rounding of its activation quantization, bf16 linear with bf16 dot products within the
+// rounding of the activations to bf16).
 //
-// Replaced ops: linear (f32, f16, bf16 and q8 weights: each thread streams one contiguous
-// share of the weight rows with software prefetch, and takes over the tail of a slower
-// thread's share; q8 quantizes the activation row to q8 once per call and uses int8 dot
-// products, like Q8_0 x Q8_0), attention (f32 caches; one task per head), rms_norm and silu.
-// Every other op is the portable kernel. On a CPU without AVX2/FMA/F16C, or when the scalar
-// ISA is forced (KESTREL_CPU_ISA=scalar or CpuKernelOptions::isa), the registry is the
-// portable kernel set itself. Results do not depend on the thread count.
+// Replaced ops: linear (f32, f16, bf16 and q8 weights, repacked once at load into panels of 16
+// output rows; blocked matrix multiplies for several activation rows, prefetched streams for
+// one), attention (f32 caches; query blocks against the cache, optional sliding window),
+// rms_norm, silu and transpose. Every other op is the portable kernel. Every output element is
+// computed by the same sequence of operations whatever the number of rows (a prompt chunk or a
+// decode step) and the thread count, so a token's logits do not depend on how it was batched.
+// On a CPU without AVX2/FMA/F16C, or when the scalar ISA is forced (KESTREL_CPU_ISA=scalar or
+// CpuKernelOptions::isa), the registry is the portable kernel set itself.
 #pragma once
 
 #include <memory>
@@ -21,45 +22,51 @@
 
 namespace kestrel::cpu {
 
-// Instruction set used by the optimized kernels. The three SIMD sets share every kernel except
-// the int8 block dot product of q8 linear.
+// Instruction set used by the optimized kernels. Every SIMD set runs the same kernels over 16
+// lanes (one 512-bit or two 256-bit registers) and gives the same bits, except bf16 weights on
+// kAvx512Bf16, which use bf16 dot products.
 enum class Isa {
   kScalar,      // the portable kernels (single-threaded)
-  kAvx2,        // AVX2 + FMA + F16C
-  kAvxVnni,     // the same plus AVX-VNNI (vpdpbusd) for q8 x q8
-  kAvx512Vnni,  // the same plus AVX512-VNNI + AVX512VL, still on 256-bit vectors
+  kAvx2,        // AVX2 + FMA + F16C; int8 products with maddubs
+  kAvxVnni,     // the same plus AVX-VNNI (vpdpbusd on 256-bit vectors)
+  kAvx512Vnni,  // AVX-512 F/BW/DQ/VL + VNNI on 512-bit vectors
+  kAvx512Bf16,  // the same plus AVX512_BF16 (vdpbf16ps for bf16 weights)
 };
 
-// "scalar", "avx2", "avx_vnni", "avx512_vnni".
+// "scalar", "avx2", "avx_vnni", "avx512_vnni", "avx512_bf16".
 std::string_view isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);  // inverse of isa_name
 
 bool isa_supported(Isa isa);  // by this CPU (kScalar always)
-// The best ISA this CPU supports (AVX-VNNI before AVX512-VNNI before AVX2).
+// The best ISA this CPU supports: the widest vectors, then the most extensions, except that
+// kAvx512Bf16 is chosen only where bf16 dot products outrun widening bf16 weights to f32 (AMD
+// Zen 4; on Intel cores vdpbf16ps issues at half the FMA rate).
 Isa best_supported_isa();
 // The ISA a registry uses when none is requested: best_supported_isa(), unless the
-// environment variable KESTREL_CPU_ISA names one (scalar, avx2, avx_vnni, avx512_vnni, auto);
+// environment variable KESTREL_CPU_ISA names one (scalar, avx2, avx_vnni, avx512_vnni,
+// avx512_bf16, auto);
 // a named ISA the CPU lacks is lowered like a requested one, an unknown name is ignored with
 // a warning.
 Isa default_isa();
 
 struct CpuKernelOptions {
   int threads = 0;         // threads per kernel call, the caller included; 0: hardware_concurrency
-  // Unset: default_isa(). An ISA the CPU lacks is lowered: a VNNI set to kAvx2 when that is
-  // supported, anything else to kScalar.
+  // Unset: default_isa(). An ISA the CPU lacks is lowered to the best supported one below it
+  // (kScalar at the bottom).
   std::optional<Isa> isa;
   // q8 weights: quantize each activation row to q8 once per call and use int8 dot products
-  // (like Q8_0 x Q8_0), exact up to that rounding; false: widen the weights to f32 on the fly
-  // and keep the activations exact. Activations with a non-finite value always take the f32 way.
+  // (like Q8_0 x Q8_0), exact up to that rounding; false: the portable kernel (exact
+  // activations, weights widened to f32; slow). Activations with a non-finite value always take
+  // the portable kernel.
   bool q8_quantize_activations = true;
 };
 
 // The portable kernels with the hot ops replaced. Registries are cached per setting; each
-// thread count has one persistent pool of threads - 1 workers (started by the first parallel
-// call; between calls they spin briefly, then sleep). Thread-safe; a registry may be shared by
-// several programs. When two threads run kernels of the same pool at once, one of them runs
-// its call single-threaded. (Up to 32 distinct thread counts get their own pool; more share
-// the pool of the closest count, with a warning.)
+// registry owns a pool of threads - 1 workers (started with the registry; between calls they
+// spin briefly, then sleep), which its kernels get through their call context, with scratch
+// memory the method reserved at load. Thread-safe; a registry may be shared by several
+// programs. When two threads run kernels of the same pool at once, one of them runs its call
+// single-threaded.
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int threads = 0);
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options);
 

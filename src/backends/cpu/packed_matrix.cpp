@@ -1,0 +1,139 @@
+#include "backends/cpu/packed_matrix.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/thread_pool.h"
+#include "kestrel/core/error_helpers.h"
+
+namespace kestrel::cpu::detail {
+
+namespace {
+
+constexpr size_t kHugePage = size_t{1} << 21;
+
+// Source element k of row n, as the packed formats store it.
+void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8_t* dst) {
+  const int64_t N = layout.N, K = layout.K;
+  const int64_t rows = std::min<int64_t>(kPanelRows, N - p * kPanelRows);
+  switch (layout.dtype) {
+    case DType::kF32:
+    case DType::kF16: {
+      const size_t element = layout.dtype == DType::kF32 ? 4 : 2;
+      for (int64_t l = 0; l < rows; ++l) {
+        const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * K * element;
+        for (int64_t k = 0; k < K; ++k)
+          std::memcpy(dst + static_cast<size_t>(k) * layout.step_bytes + l * element, row + k * element, element);
+      }
+      return;
+    }
+    case DType::kBF16: {
+      for (int64_t l = 0; l < rows; ++l) {
+        const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * K * 2;
+        for (int64_t k = 0; k < K; ++k)
+          std::memcpy(dst + static_cast<size_t>(k / 2) * layout.step_bytes + l * 4 + (k % 2) * 2, row + k * 2, 2);
+      }
+      return;
+    }
+    case DType::kQ8: {
+      const int64_t blocks = K / kQ8BlockSize;
+      const size_t row_bytes = static_cast<size_t>(blocks) * kQ8BlockBytes;
+      // Zero weights are stored as 128; scales of missing rows and blocks stay 0.
+      for (int64_t s = 0; s < layout.steps; ++s) std::memset(dst + s * kQ8PairBytes + 64, 0x80, 2 * 512);
+      for (int64_t l = 0; l < rows; ++l) {
+        const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * row_bytes;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const uint8_t* block = row + b * kQ8BlockBytes;
+          uint8_t* pair = dst + static_cast<size_t>(b / 2) * kQ8PairBytes;
+          std::memcpy(pair + (b % 2) * 32 + l * 2, block, 2);
+          uint8_t* quads = pair + 64 + (b % 2) * 512;
+          for (int i = 0; i < kQ8BlockSize; ++i)
+            quads[(i / 4) * 64 + l * 4 + (i % 4)] = static_cast<uint8_t>(block[2 + i] ^ 0x80u);
+        }
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+PackedLayout packed_layout(DType dtype, int64_t N, int64_t K) {
+  PackedLayout layout;
+  layout.dtype = dtype;
+  layout.N = N;
+  layout.K = K;
+  layout.panels = (N + kPanelRows - 1) / kPanelRows;
+  switch (dtype) {
+    case DType::kF32:
+      layout.steps = K, layout.k_per_step = 1, layout.step_bytes = 64;
+      break;
+    case DType::kF16:
+      layout.steps = K, layout.k_per_step = 1, layout.step_bytes = 32;
+      break;
+    case DType::kBF16:
+      layout.steps = (K + 1) / 2, layout.k_per_step = 2, layout.step_bytes = 64;
+      break;
+    default:  // q8
+      layout.steps = (K + 63) / 64, layout.k_per_step = 64, layout.step_bytes = kQ8PairBytes;
+      break;
+  }
+  layout.panel_bytes = static_cast<size_t>(layout.steps) * layout.step_bytes;
+  return layout;
+}
+
+Result<std::shared_ptr<PackedArena>> PackedArena::reserve(size_t capacity) {
+  std::shared_ptr<PackedArena> arena(new PackedArena());
+  // Rounded to whole huge pages and aligned to one, so the kernel can back it with them.
+  arena->mapping_bytes_ = (capacity + 2 * kHugePage - 1) / kHugePage * kHugePage;
+  void* mapping = ::mmap(nullptr, arena->mapping_bytes_, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED)
+    return make_error(ErrorCode::kIo, "cannot reserve {} bytes for repacked weights", arena->mapping_bytes_);
+  arena->mapping_ = mapping;
+  arena->base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) / kHugePage * kHugePage);
+  arena->capacity_ = arena->mapping_bytes_ - kHugePage;
+  ::madvise(arena->base_, arena->capacity_, MADV_HUGEPAGE);  // a hint: failure is harmless
+  return arena;
+}
+
+PackedArena::~PackedArena() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+}
+
+uint8_t* PackedArena::allocate(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t start = (used_ + 63) / 64 * 64;
+  if (start > capacity_ || bytes > capacity_ - start) return nullptr;
+  used_ = start + bytes;
+  return base_ + start;
+}
+
+Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, const void* weights, int64_t N, int64_t K,
+                                                               runtime::ThreadPool* pool,
+                                                               std::shared_ptr<PackedArena> arena) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kQ8)
+    return make_error(ErrorCode::kUnsupported, "cannot repack {} weights", dtype_name(dtype));
+  std::shared_ptr<PackedMatrix> matrix(new PackedMatrix());
+  matrix->layout_ = packed_layout(dtype, N, K);
+  matrix->bytes_ = static_cast<size_t>(matrix->layout_.panels) * matrix->layout_.panel_bytes;
+  uint8_t* base = arena != nullptr ? arena->allocate(matrix->bytes_) : nullptr;
+  if (base == nullptr) {
+    KESTREL_ASSIGN_OR_RETURN(arena, PackedArena::reserve(matrix->bytes_));
+    base = arena->allocate(matrix->bytes_);
+  }
+  matrix->arena_ = std::move(arena);
+  matrix->layout_.data = base;
+
+  const auto* src = static_cast<const uint8_t*>(weights);
+  const PackedLayout& layout = matrix->layout_;
+  parallel_for(pool, layout.panels,
+               [&](int64_t p, int) { pack_panel(layout, src, p, base + static_cast<size_t>(p) * layout.panel_bytes); });
+  return std::shared_ptr<const PackedMatrix>(std::move(matrix));
+}
+
+}  // namespace kestrel::cpu::detail

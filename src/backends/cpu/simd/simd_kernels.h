@@ -1,0 +1,87 @@
+// The SIMD kernels of one instruction set, as a table of plain functions. Each table is compiled
+// from the same source (simd_kernels.inc) in its own file with its own target extensions, and is
+// only handed out for a CPU that has them (kernels_for). No validation here: callers validated.
+//
+// Every kernel computes each output element with a fixed sequence of operations that does not
+// depend on how many rows, heads or queries a call carries, nor on how the work is split between
+// threads: see packed_matrix.h for linear; attention reduces each dot product and each softmax
+// sum in a fixed order over absolutely aligned chunks of 16.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/packed_matrix.h"
+#include "kestrel/backends/cpu/cpu_kernels.h"
+
+namespace kestrel::cpu::detail {
+
+// One linear call on a packed matrix: y[m, n] = x[m, :] . w[n, :] + bias[n] for m < M.
+struct LinearOperands {
+  PackedLayout w;
+  int64_t M = 0;
+  // f32, f16 and (without a bf16 dot product) bf16 weights: activation rows of `x_stride`
+  // floats, at least w.padded_k() of them readable when w.K is odd for bf16.
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  // bf16 weights with the bf16 dot product: activations as bf16 pairs, rows of w.steps words.
+  const uint32_t* x_bf16 = nullptr;
+  // q8 weights: activations quantized per block of 32 (rows of w.padded_k() int8 values and
+  // w.padded_k() / 32 scales and bias corrections; see quantize_q8).
+  const int8_t* xq = nullptr;
+  const float* x_scale = nullptr;
+  const int32_t* x_corr = nullptr;
+  const float* bias = nullptr;  // [N] or null
+  float* y = nullptr;           // [M, N]
+};
+
+// One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
+// (may be q itself).
+struct AttentionOperands {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const int64_t* positions = nullptr;
+  float* out = nullptr;
+  int64_t B = 0, Hq = 0, Hkv = 0, T = 0, C = 0, Dh = 0;
+  float scale = 1.0f;
+  int64_t window = 0;  // > 0: query t sees slots (positions[t] - window, positions[t]]
+};
+
+struct SimdKernels {
+  // Output panels [p0, p1) of every row of the call.
+  void (*linear_panels)(const LinearOperands& op, int64_t p0, int64_t p1);
+  // Quantizes `rows` rows of K floats (stride x_stride) for a q8 matrix with padded_k columns:
+  // per block of 32, scale = max|x| / 127 and q = round-to-even(x * 127 / max|x|); corr is
+  // -128 * sum(q) (what the stored weight bias adds). Padding is zero. Returns false, leaving
+  // the output unspecified, when a value is not finite.
+  bool (*quantize_q8)(const float* x, int64_t rows, int64_t K, int64_t x_stride, int64_t padded_k, int8_t* q,
+                      float* scale, int32_t* corr);
+  // bf16 dot product sets only: rows of K floats as bf16 pairs (round to nearest even), padded
+  // with zero to `pairs` words per row. Null elsewhere.
+  void (*to_bf16_pairs)(const float* x, int64_t rows, int64_t K, int64_t x_stride, int64_t pairs, uint32_t* out);
+  // Attention for batch b, kv head g, queries [t0, t1) of every query head of the group;
+  // `scratch` holds attention_scratch_floats(op) floats.
+  void (*attention_block)(const AttentionOperands& op, int64_t b, int64_t g, int64_t t0, int64_t t1, float* scratch);
+  // y = x / sqrt(mean(x^2) + eps) * w for `rows` rows of D values.
+  void (*rms_norm_rows)(const float* x, const float* w, float eps, int64_t rows, int64_t D, float* y);
+  // y = x / (1 + exp(-x)); y may be x.
+  void (*silu)(const float* x, float* y, int64_t n);
+};
+
+// The table for a SIMD ISA (not kScalar) the CPU supports.
+const SimdKernels& simd_kernels(Isa isa);
+
+// Queries an attention task covers (blocks of queries share their key and value loads), and the
+// scratch floats one task needs: a row of scores per (query head, query) plus their sums.
+inline int64_t attention_queries_per_task(int64_t T, int64_t group) {
+  return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 8 / group));
+}
+inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
+inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
+  const int64_t rows = attention_queries_per_task(T, group) * group;
+  return static_cast<size_t>(rows * attention_row_stride(C) + rows);
+}
+
+}  // namespace kestrel::cpu::detail

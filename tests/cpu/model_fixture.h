@@ -1,0 +1,27 @@
+// Small decoders exported in memory for the end-to-end tests of the optimized kernels: a
+// fixture checkpoint written to a temporary directory, exported with the given weight dtype,
+// verified and loaded like a program file, then driven through the hf_static IOManager.
+#pragma once
+
+#include <memory>
+
+#include "kestrel/core/dtype.h"
+#include "kestrel/llm/hf_static_io_manager.h"
+#include "kestrel/program/loaded_program.h"
+#include "kestrel/program/spec.h"
+#include "kestrel/runtime/kernel.h"
+
+namespace kestrel::cpu::testing {
+
+// hidden 64, 4 heads of 16 (2 kv heads), ffn 96, 2 layers, vocabulary 200 (not a multiple of
+// 16: a partial output panel).
+program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t max_context);
+// Serialized, verified and loaded like a program file (null on failure, reported).
+std::shared_ptr<const program::LoadedProgram> load_program_spec(const program::ProgramSpec& spec);
+std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, int64_t prefill_step,
+                                                                 int64_t max_context);
+// An hf_static IOManager over the program with `kernels`, buffers on the heap.
+std::unique_ptr<llm::HfStaticIOManager> load_io(std::shared_ptr<const program::LoadedProgram> program,
+                                                std::shared_ptr<const runtime::KernelRegistry> kernels);
+
+}  // namespace kestrel::cpu::testing

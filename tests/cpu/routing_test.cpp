@@ -1,0 +1,127 @@
+// A token gets bit-identical logits whichever way it reaches the model: in a prefill chunk, in a
+// decode step, or recomputed by an overlapping prefill window over positions already in the
+// cache. This holds because the optimized kernels compute every output element with the same
+// operations whatever the number of rows in the call (and whatever the thread count); the
+// test drives a small exported decoder through the hf_static IOManager every way.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cpu/cpu_test_util.h"
+#include "cpu/model_fixture.h"
+#include "kestrel/backends/cpu/cpu_kernels.h"
+#include "kestrel/kernels/portable.h"
+
+namespace kestrel::cpu::testing {
+namespace {
+
+constexpr int64_t kStep = 5, kContext = 40;
+const std::vector<int64_t> kPrompt{1, 17, 42, 99, 3, 150, 7, 88, 123, 5, 61, 199, 12, 77};
+
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa) {
+  CpuKernelOptions options;
+  options.threads = threads;
+  options.isa = isa;
+  return optimized_kernel_registry(options);
+}
+
+std::vector<float> copy(std::span<const float> logits) { return {logits.begin(), logits.end()}; }
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Logits of every prompt position, each token through its own decode call.
+std::vector<std::vector<float>> decode_route(llm::HfStaticIOManager& io) {
+  io.reset();
+  std::vector<std::vector<float>> out;
+  for (size_t p = 0; p < kPrompt.size(); ++p) {
+    auto logits = io.forward(std::span<const int64_t>(&kPrompt[p], 1), static_cast<int64_t>(p));
+    EXPECT_TRUE(logits.ok());
+    if (!logits.ok()) return out;
+    out.push_back(copy(*logits));
+  }
+  return out;
+}
+
+TEST(Routing, LogitsAreBitIdenticalInPrefillChunksDecodeStepsAndOverlappingTails) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto program = export_small_model(dtype, kStep, kContext);
+    ASSERT_NE(program, nullptr);
+    std::vector<std::vector<float>> first_isa;
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      std::vector<std::vector<float>> reference;
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads");
+        auto io = load_io(program, registry(threads, isa));
+        ASSERT_NE(io, nullptr);
+        io->set_tail_policy(llm::TailPolicy::kDecode);
+        const auto stepwise = decode_route(*io);
+        ASSERT_EQ(stepwise.size(), kPrompt.size());
+        if (reference.empty()) reference = stepwise;
+        for (size_t p = 0; p < kPrompt.size(); ++p) EXPECT_TRUE(same_bits(stepwise[p], reference[p])) << "position " << p;
+
+        for (int64_t n = 1; n <= static_cast<int64_t>(kPrompt.size()) - 1; ++n) {
+          SCOPED_TRACE(::testing::Message() << "prompt of " << n);
+          // Full chunks through prefill, the rest through decode.
+          io->reset();
+          auto chunked = io->forward(std::span<const int64_t>(kPrompt.data(), n), 0);
+          ASSERT_TRUE(chunked.ok());
+          EXPECT_TRUE(same_bits(copy(*chunked), reference[n - 1]));
+          if (n < kStep) continue;
+          // A prefill window over the last kStep positions, all already in the cache (what the
+          // overlap tail policy runs), then one more token against the recomputed cache.
+          auto overlap = io->forward(std::span<const int64_t>(kPrompt.data() + n - kStep, kStep), n - kStep);
+          ASSERT_TRUE(overlap.ok());
+          EXPECT_TRUE(same_bits(copy(*overlap), reference[n - 1]));
+          auto next = io->forward(std::span<const int64_t>(&kPrompt[n], 1), n);
+          ASSERT_TRUE(next.ok());
+          EXPECT_TRUE(same_bits(copy(*next), reference[n]));
+        }
+        EXPECT_GT(io->prefill_calls(), 0);
+      }
+      // The SIMD sets agree bit for bit too, except bf16 weights with bf16 dot products.
+      if (dtype == DType::kBF16 && isa == Isa::kAvx512Bf16) continue;
+      if (first_isa.empty()) first_isa = reference;
+      for (size_t p = 0; p < kPrompt.size(); ++p) EXPECT_TRUE(same_bits(reference[p], first_isa[p])) << "position " << p;
+    }
+  }
+}
+
+TEST(Routing, OptimizedLogitsMatchThePortableKernels) {
+  // The same program on the portable kernels (the oracle): close, not bitwise.
+  for (DType dtype : {DType::kF32, DType::kQ8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto program = export_small_model(dtype, kStep, kContext);
+    ASSERT_NE(program, nullptr);
+    auto portable = load_io(program, kernels::portable_kernel_registry());
+    auto optimized = load_io(program, registry(2, best_supported_isa()));
+    ASSERT_NE(portable, nullptr);
+    ASSERT_NE(optimized, nullptr);
+    auto want = portable->forward(kPrompt, 0);
+    ASSERT_TRUE(want.ok());
+    const auto expected = copy(*want);
+    auto got = optimized->forward(kPrompt, 0);
+    ASSERT_TRUE(got.ok());
+    std::vector<double> g(got->begin(), got->end()), e(expected.begin(), expected.end());
+    if (dtype == DType::kF32) {
+      EXPECT_TRUE(all_close(g, e, 1e-4));
+    } else {
+      // q8 rounds the activations of every linear to 8 bits (each linear is checked against
+      // its error bound in linear_test); through the whole model the logits stay close.
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        diff += (g[i] - e[i]) * (g[i] - e[i]);
+        norm += e[i] * e[i];
+      }
+      EXPECT_LT(std::sqrt(diff / norm), 0.05) << "relative L2 error";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kestrel::cpu::testing
