@@ -160,6 +160,14 @@ class ExportTest(unittest.TestCase):
                 self.assertIn(os.path.basename(checkpoint), str(caught.exception))
                 self.assertFalse(os.path.exists(fixture.path("x.kst")))
 
+    def test_never_overwrites_what_it_reads(self):
+        weights = os.path.join(fixture.checkpoint, "model.safetensors")
+        before = read(weights)
+        with self.assertRaises(kestrel.Error) as caught:
+            kestrel.export(fixture.checkpoint, weights)
+        self.assertIn("model.safetensors", str(caught.exception))
+        self.assertEqual(read(weights), before)
+
     def test_progress_lines_and_path_objects(self):
         import pathlib
         lines = []
