@@ -7,6 +7,7 @@
 //   decode_step_linears   every linear of one decode step of a ~110M model, each with its own
 //                         weights (memory-bound: the weight stream of a real decode step)
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
+//   attention/...         one layer's attention for a decode step or a chunk of 128 queries
 //   ./kernels_bench --benchmark_filter='linear/q8'   (Google Benchmark flags apply)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -119,6 +120,44 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
       benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Attention of one prompt chunk of a ~110M llama layer (12 heads of 64, an f32 cache of 1024
+// positions): `T` queries at positions [first, first + T), each over every cache row up to its
+// own. GFLOPS counts the flops per (query, key) pair attended: 2 * Dh for
+// the score and 2 * Dh for the weighted sum.
+void attention_chunk(benchmark::State& state, int64_t T, int64_t first,
+                     std::shared_ptr<const runtime::KernelRegistry> registry) {
+  constexpr int64_t H = 12, C = 1024, Dh = 64;
+  std::vector<float> q = random_values(static_cast<size_t>(H * T * Dh), 3, 1.0f);
+  std::vector<float> k = random_values(static_cast<size_t>(H * C * Dh), 4, 1.0f);
+  std::vector<float> v = random_values(static_cast<size_t>(H * C * Dh), 5, 1.0f);
+  std::vector<float> out(q.size());
+  std::vector<int64_t> positions(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = first + t;
+  const std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, q.data()),
+                                       TensorView::contiguous(DType::kF32, {1, H, C, Dh}, k.data()),
+                                       TensorView::contiguous(DType::kF32, {1, H, C, Dh}, v.data()),
+                                       TensorView::contiguous(DType::kI64, {T}, positions.data())};
+  std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, out.data())};
+  const program::Attrs attrs{{"scale", 0.125}};
+  auto bound = runtime::BoundKernel::prepare(*registry, "attention", attrs, inputs, outputs);
+  if (!bound.ok()) {
+    state.SkipWithError(bound.error().to_string().c_str());
+    return;
+  }
+  AlignedBuffer scratch(bound->scratch_bytes());
+  for (auto _ : state) {
+    const Status status = bound->run(inputs, outputs, scratch.span());
+    if (!status.ok()) {
+      state.SkipWithError(status.error().to_string().c_str());
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  const double pairs = static_cast<double>(H) * (static_cast<double>(T) * static_cast<double>(first) +
+                                                 static_cast<double>(T) * static_cast<double>(T + 1) / 2);
+  state.counters["GFLOPS"] = benchmark::Counter(pairs * 4 * Dh / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Every linear of one step of a ~110M llama (12 layers of q, k, v, o, gate, up, down, then the
 // 32000-row classifier for the last row only), each with its own weights: 420 MB in f32, far
 // more than the caches. With one row this is the memory-bound weight stream of a decode step;
@@ -184,7 +223,7 @@ int main(int argc, char** argv) {
   }
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8})
     for (int64_t M : {32, 128, 512})
-      for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 2048}, {2048, 768}})
+      for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}, {2048, 768}})
         for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                         {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
           const std::string name = fmt::format("linear_rows/{}/M{}_K{}_N{}/{}", dtype_name(dtype), M, K, N, variant.name);
@@ -192,6 +231,14 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
+  for (const auto& [T, first] : {std::pair<int64_t, int64_t>{1, 511}, {128, 0}, {128, 384}})
+    for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
+                                                    {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
+      const std::string name = fmt::format("attention/T{}_from{}/{}", T, first, variant.name);
+      benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, variant.registry)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     std::vector<Variant> variants{{"portable", kernels::portable_kernel_registry()},
                                   {"optimized_t1", optimized(1, true)},
