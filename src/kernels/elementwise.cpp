@@ -8,14 +8,11 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
-namespace {
-
-template <typename F>
-Status binary(std::string_view op, KernelContext& ctx, F f) {
+Result<BinaryOperands> check_binary(std::string_view op, const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 2, 1));
   const TensorView& a = ctx.inputs[0];
   const TensorView& b = ctx.inputs[1];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "a", a, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "a", a));
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "b", b, {DType::kF32}));
@@ -34,15 +31,17 @@ Status binary(std::string_view op, KernelContext& ctx, F f) {
   // so writing over a, or over a same-shaped b, is safe; a broadcast b is re-read and is not.
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "a", a, true));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "b", b, rb == ra));
-
-  const float* pa = a.as<const float>();
-  const float* pb = b.as<const float>();
-  float* po = out.as<float>();
-  const int64_t n = a.numel();
   const int64_t nb = b.numel();
-  if (nb == 0) return ok_status();  // then a is empty too (b's dims are a suffix of a's)
-  for (int64_t base = 0; base < n; base += nb)
-    for (int64_t i = 0; i < nb; ++i) po[base + i] = f(pa[base + i], pb[i]);
+  return BinaryOperands{a.as<const float>(), b.as<const float>(), out.as<float>(), nb == 0 ? 0 : a.numel(), nb};
+}
+
+namespace {
+
+template <typename F>
+Status binary(std::string_view op, KernelContext& ctx, F f) {
+  KESTREL_ASSIGN_OR_RETURN(const BinaryOperands x, check_binary(op, ctx));
+  for (int64_t base = 0; base < x.n; base += x.nb)
+    for (int64_t i = 0; i < x.nb; ++i) x.out[base + i] = f(x.a[base + i], x.b[i]);
   return ok_status();
 }
 

@@ -37,6 +37,15 @@ Status silu_kernel(KernelContext& ctx);
 Status gelu_kernel(KernelContext& ctx);
 Status mul_kernel(KernelContext& ctx);
 Status add_kernel(KernelContext& ctx);
+// The binary kernels' input checks (`op` names the op in errors), shared with optimized
+// implementations: out[i] = f(a[i], b[i % nb]) for i < n.
+struct BinaryOperands {
+  const float* a;
+  const float* b;
+  float* out;
+  int64_t n, nb;  // nb divides n (b is a or a suffix of it); nb == 0 only when n == 0
+};
+Result<BinaryOperands> check_binary(std::string_view op, const KernelContext& ctx);
 Status argmax_kernel(KernelContext& ctx);
 Status index_copy_kernel(KernelContext& ctx);
 Status reshape_kernel(KernelContext& ctx);

@@ -252,6 +252,46 @@ INSTANTIATE_TEST_SUITE_P(Sizes, OptimizedRmsNorm,
 
 // ---- silu ---------------------------------------------------------------------------------
 
+// add and mul split over the pool: the float64 reference rounded to f32 (one IEEE operation per
+// element, so exact), for a's own shape and a broadcast suffix, below and above the size that
+// goes parallel, in place, and with the portable kernel's errors.
+TEST(OptimizedBinary, AddAndMulMatchTheReferenceExactly) {
+  for (const auto& [a_shape, b_shape] : std::vector<std::pair<Shape, Shape>>{
+           {Shape{3, 5}, Shape{3, 5}}, {Shape{130, 257}, Shape{130, 257}}, {Shape{2, 300, 96}, Shape{96}},
+           {Shape{40, 1000}, Shape{1000}}, {Shape{7, 9000}, Shape{7, 9000}}}) {
+    SCOPED_TRACE(a_shape.to_string() + " with " + b_shape.to_string());
+    const auto av = random_floats(a_shape.numel(), 31, -3, 3), bv = random_floats(b_shape.numel(), 32, -3, 3);
+    auto a = Tensor::from_floats(DType::kF32, a_shape, av);
+    auto b = Tensor::from_floats(DType::kF32, b_shape, bv);
+    for (const std::string op : {"add", "mul"}) {
+      SCOPED_TRACE(op);
+      std::vector<float> want(av.size());
+      for (size_t i = 0; i < av.size(); ++i) {
+        const double x = av[i], y = bv[i % bv.size()];
+        want[i] = static_cast<float>(op == "add" ? x + y : x * y);
+      }
+      for (int threads : {1, 2, 3}) {
+        Tensor got(DType::kF32, a_shape);
+        ASSERT_TRUE(run(*registry(threads), op, {a.view(), b.view()}, {got.view()}).ok());
+        const auto g = got.floats();
+        ASSERT_EQ(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)), 0) << threads << " threads";
+        Tensor inplace = a;
+        ASSERT_TRUE(run(*registry(threads), op, {inplace.view(), b.view()}, {inplace.view()}).ok());
+        EXPECT_TRUE(same_bytes(inplace, got));
+      }
+    }
+  }
+  auto a = Tensor::from_floats(DType::kF32, {4, 6}, random_floats(24, 33));
+  auto b = Tensor::from_floats(DType::kF32, {4}, random_floats(4, 34));
+  Tensor out(DType::kF32, a.shape());
+  const Status optimized = run(*registry(2), "add", {a.view(), b.view()}, {out.view()});
+  const Status reference = run(portable(), "add", {a.view(), b.view()}, {out.view()});
+  ASSERT_FALSE(optimized.ok());
+  ASSERT_FALSE(reference.ok());
+  EXPECT_EQ(optimized.error().message(), reference.error().message());
+  EXPECT_NE(optimized.error().message().find("neither a's shape"), std::string::npos) << optimized.error().message();
+}
+
 TEST(OptimizedSilu, MatchesReferenceIncludingExtremes) {
   auto values = random_floats(1003, 9, -12, 12);
   const float inf = std::numeric_limits<float>::infinity();

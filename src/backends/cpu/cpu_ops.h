@@ -29,6 +29,10 @@ Result<PreparedKernel> prepare_rms_norm(const KernelPrepareContext& ctx, const v
 Status rms_norm(KernelContext& ctx);
 Result<PreparedKernel> prepare_silu(const KernelPrepareContext& ctx, const void* config);
 Status silu(KernelContext& ctx);
+// add and mul: the portable kernels' checks and arithmetic, split over the pool.
+Result<PreparedKernel> prepare_binary(const KernelPrepareContext& ctx, const void* config);
+Status add(KernelContext& ctx);
+Status mul(KernelContext& ctx);
 Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void* config);
 Status transpose(KernelContext& ctx);
 

@@ -1,5 +1,6 @@
 // rms_norm and silu with the SIMD kernels (rows or elements split over the pool when there are
-// many), and transpose with its permutation decoded once at load. Each is validated exactly as
+// many), add and mul split over the pool, and transpose with its permutation decoded once at
+// load. Each is validated exactly as
 // the portable kernel is; a call the fast paths do not cover runs the portable kernel.
 #include <algorithm>
 #include <array>
@@ -135,6 +136,48 @@ Status silu(KernelContext& ctx) {
     if (i1 > i0) simd.silu(src + i0, dst + i0, i1 - i0);
   });
   return ok_status();
+}
+
+namespace {
+
+// out[i] = f(a[i], b[i % nb]) in pieces of whole rows of b (or of 16 values when b is a's own
+// shape), each on a pool participant: every element is one IEEE operation, so the split changes
+// no bit.
+template <typename F>
+Status binary(std::string_view op, KernelContext& ctx, F f) {
+  KESTREL_ASSIGN_OR_RETURN(const kernels::BinaryOperands x, kernels::check_binary(op, ctx));
+  auto run = [&](int64_t i0, int64_t i1) {
+    if (x.nb == x.n) {
+      for (int64_t i = i0; i < i1; ++i) x.out[i] = f(x.a[i], x.b[i]);
+      return;
+    }
+    for (int64_t base = i0; base < i1; base += x.nb)
+      for (int64_t i = 0; i < x.nb; ++i) x.out[base + i] = f(x.a[base + i], x.b[i]);
+  };
+  const int threads = pool_threads(ctx.pool);
+  if (x.n < kParallelValues || threads == 1) {
+    run(0, x.n);
+    return ok_status();
+  }
+  const int64_t unit = x.nb == x.n ? 16 : x.nb, units = (x.n + unit - 1) / unit;
+  const int64_t tasks = std::min<int64_t>(units, threads);
+  parallel_for(ctx.pool, tasks, [&](int64_t task, int) {
+    const int64_t u0 = units * task / tasks, u1 = units * (task + 1) / tasks;
+    run(u0 * unit, std::min(x.n, u1 * unit));
+  });
+  return ok_status();
+}
+
+}  // namespace
+
+Result<PreparedKernel> prepare_binary(const KernelPrepareContext&, const void*) { return PreparedKernel{}; }
+
+Status add(KernelContext& ctx) {
+  return binary("add", ctx, [](float x, float y) { return x + y; });
+}
+
+Status mul(KernelContext& ctx) {
+  return binary("mul", ctx, [](float x, float y) { return x * y; });
 }
 
 namespace {
