@@ -40,8 +40,7 @@ namespace {
 template <typename F>
 Status binary(std::string_view op, KernelContext& ctx, F f) {
   KESTREL_ASSIGN_OR_RETURN(const BinaryOperands x, check_binary(op, ctx));
-  for (int64_t base = 0; base < x.n; base += x.nb)
-    for (int64_t i = 0; i < x.nb; ++i) x.out[base + i] = f(x.a[base + i], x.b[i]);
+  apply_binary(x, 0, x.n, f);
   return ok_status();
 }
 

@@ -1,6 +1,8 @@
 // The portable kernel entry points, one per op of docs/ops.md; registry.cpp maps names to them.
 #pragma once
 
+#include <algorithm>
+
 #include "kestrel/runtime/kernel.h"
 
 namespace kestrel::kernels {
@@ -46,6 +48,15 @@ struct BinaryOperands {
   int64_t n, nb;  // nb divides n (b is a or a suffix of it); nb == 0 only when n == 0
 };
 Result<BinaryOperands> check_binary(std::string_view op, const KernelContext& ctx);
+// out[i] = f(a[i], b[i % nb]) for i in [i0, i1): the binary kernels' arithmetic, for any range.
+template <typename F>
+void apply_binary(const BinaryOperands& x, int64_t i0, int64_t i1, F f) {
+  for (int64_t i = i0; i < i1;) {
+    const int64_t j = i % x.nb, run = std::min(i1 - i, x.nb - j);
+    for (int64_t k = 0; k < run; ++k) x.out[i + k] = f(x.a[i + k], x.b[j + k]);
+    i += run;
+  }
+}
 Status argmax_kernel(KernelContext& ctx);
 Status index_copy_kernel(KernelContext& ctx);
 Status reshape_kernel(KernelContext& ctx);

@@ -1,7 +1,7 @@
 // rms_norm and silu with the SIMD kernels (rows or elements split over the pool when there are
 // many), add and mul split over the pool, and transpose with its permutation decoded once at
-// load. Each is validated exactly as
-// the portable kernel is; a call the fast paths do not cover runs the portable kernel.
+// load. Each is validated exactly as the portable kernel is; a call the fast paths do not cover
+// runs the portable kernel.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -140,30 +140,20 @@ Status silu(KernelContext& ctx) {
 
 namespace {
 
-// out[i] = f(a[i], b[i % nb]) in pieces of whole rows of b (or of 16 values when b is a's own
-// shape), each on a pool participant: every element is one IEEE operation, so the split changes
-// no bit.
+// The portable kernels' arithmetic (kernels::apply_binary) in pieces of 16-value chunks, each
+// on a pool participant: every element is one IEEE operation, so the split changes no bit.
 template <typename F>
 Status binary(std::string_view op, KernelContext& ctx, F f) {
   KESTREL_ASSIGN_OR_RETURN(const kernels::BinaryOperands x, kernels::check_binary(op, ctx));
-  auto run = [&](int64_t i0, int64_t i1) {
-    if (x.nb == x.n) {
-      for (int64_t i = i0; i < i1; ++i) x.out[i] = f(x.a[i], x.b[i]);
-      return;
-    }
-    for (int64_t base = i0; base < i1; base += x.nb)
-      for (int64_t i = 0; i < x.nb; ++i) x.out[base + i] = f(x.a[base + i], x.b[i]);
-  };
   const int threads = pool_threads(ctx.pool);
   if (x.n < kParallelValues || threads == 1) {
-    run(0, x.n);
+    kernels::apply_binary(x, 0, x.n, f);
     return ok_status();
   }
-  const int64_t unit = x.nb == x.n ? 16 : x.nb, units = (x.n + unit - 1) / unit;
-  const int64_t tasks = std::min<int64_t>(units, threads);
-  parallel_for(ctx.pool, tasks, [&](int64_t task, int) {
-    const int64_t u0 = units * task / tasks, u1 = units * (task + 1) / tasks;
-    run(u0 * unit, std::min(x.n, u1 * unit));
+  const int64_t chunks = (x.n + 15) / 16;
+  parallel_for(ctx.pool, threads, [&](int64_t task, int) {
+    const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
+    kernels::apply_binary(x, c0 * 16, std::min(x.n, c1 * 16), f);
   });
   return ok_status();
 }
