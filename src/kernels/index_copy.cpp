@@ -10,13 +10,13 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
-Status index_copy_kernel(KernelContext& ctx) {
+Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx) {
   constexpr std::string_view op = "index_copy";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 3, 3, 1));
   const TensorView& dst = ctx.inputs[0];
   const TensorView& index = ctx.inputs[1];
   const TensorView& src = ctx.inputs[2];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "dst", dst, 1));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "dst", dst));
   const size_t elem = dtype_element_size(dst.dtype);
@@ -50,17 +50,31 @@ Status index_copy_kernel(KernelContext& ctx) {
                         "{}: index {} (index element {}) is outside [0, {}) along axis {}", op,
                         idx[t], t, C, axis);
 
-  auto* out_bytes = static_cast<uint8_t*>(out.data);
-  const auto* src_bytes = static_cast<const uint8_t*>(src.data);
-  if (out.data != dst.data && dst.numel() > 0)
-    std::memcpy(out_bytes, dst.data, static_cast<size_t>(dst.numel()) * elem);
-  const int64_t outer = dims_product(dst.shape, 0, axis);
-  const size_t slice = static_cast<size_t>(dims_product(dst.shape, axis + 1, dst.shape.rank())) * elem;
-  if (slice == 0) return ok_status();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t t = 0; t < T; ++t)
-      std::memcpy(out_bytes + static_cast<size_t>(o * C + idx[t]) * slice,
-                  src_bytes + static_cast<size_t>(o * T + t) * slice, slice);
+  IndexCopyOperands x;
+  x.out = static_cast<uint8_t*>(out.data);
+  x.dst = static_cast<const uint8_t*>(dst.data);
+  x.src = static_cast<const uint8_t*>(src.data);
+  x.index = idx;
+  x.dst_bytes = static_cast<size_t>(dst.numel()) * elem;
+  x.outer = dims_product(dst.shape, 0, axis);
+  x.T = T, x.C = C;
+  x.slice = static_cast<size_t>(dims_product(dst.shape, axis + 1, dst.shape.rank())) * elem;
+  return x;
+}
+
+void apply_index_copy(const IndexCopyOperands& x, int64_t s0, int64_t s1) {
+  if (x.slice == 0) return;
+  for (int64_t s = s0; s < s1; ++s) {
+    const int64_t o = s / x.T, t = s % x.T;
+    std::memcpy(x.out + static_cast<size_t>(o * x.C + x.index[t]) * x.slice, x.src + static_cast<size_t>(s) * x.slice,
+                x.slice);
+  }
+}
+
+Status index_copy_kernel(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const IndexCopyOperands x, check_index_copy(ctx));
+  if (x.out != x.dst && x.dst_bytes > 0) std::memcpy(x.out, x.dst, x.dst_bytes);
+  apply_index_copy(x, 0, x.outer * x.T);
   return ok_status();
 }
 

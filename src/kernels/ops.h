@@ -21,6 +21,22 @@ struct LinearDims {
 Result<LinearDims> check_linear(const KernelContext& ctx);
 Status matmul_kernel(KernelContext& ctx);
 Status rope_kernel(KernelContext& ctx);
+// The rope kernel's checks, shared with optimized implementations. Tables that are not f32 are
+// converted for the T rows in use into the calling thread's scratch, valid until its next call.
+struct RopeOperands {
+  const float* x;
+  float* out;
+  const int64_t* positions;
+  const float* cos;     // row p at cos + p * half: p a position, or a token when rows_per_token
+  const float* sin;
+  bool rows_per_token;
+  bool interleaved;     // pairs (2i, 2i + 1); otherwise (i, i + half)
+  int64_t rows, T, Dh, half, rotary;  // rows = B * H * T, row r is token r % T
+};
+Result<RopeOperands> check_rope(const KernelContext& ctx);
+// Rotates rows [row0, row1): the rope kernel's arithmetic, for any range (one compiled body,
+// so a split gives the same bits).
+void apply_rope(const RopeOperands& r, int64_t row0, int64_t row1);
 Status softmax_kernel(KernelContext& ctx);
 Status attention_kernel(KernelContext& ctx);
 // The attention kernel's input checks (shapes, dtypes, positions in range, scale attribute),
@@ -59,6 +75,19 @@ void apply_binary(const BinaryOperands& x, int64_t i0, int64_t i1, F f) {
 }
 Status argmax_kernel(KernelContext& ctx);
 Status index_copy_kernel(KernelContext& ctx);
+// The index_copy kernel's checks (every index in range), shared with optimized implementations.
+// The kernel copies dst to out when they differ, then the T slices of each of `outer` blocks.
+struct IndexCopyOperands {
+  uint8_t* out;
+  const uint8_t* dst;
+  const uint8_t* src;
+  const int64_t* index;
+  size_t dst_bytes, slice;  // slice: bytes of one index position
+  int64_t outer, T, C;
+};
+Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx);
+// Copies src slices [s0, s1) of the outer * T (slice s is block s / T, index s % T).
+void apply_index_copy(const IndexCopyOperands& x, int64_t s0, int64_t s1);
 Status reshape_kernel(KernelContext& ctx);
 Status transpose_kernel(KernelContext& ctx);
 Status slice_kernel(KernelContext& ctx);

@@ -13,20 +13,19 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
-Status rope_kernel(KernelContext& ctx) {
+Result<RopeOperands> check_rope(const KernelContext& ctx) {
   constexpr std::string_view op = "rope";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 4, 4, 1));
   const TensorView& x = ctx.inputs[0];
   const TensorView& positions = ctx.inputs[1];
   const TensorView& cos = ctx.inputs[2];
   const TensorView& sin = ctx.inputs[3];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
 
   KESTREL_ASSIGN_OR_RETURN(std::string style, ctx.attrs.get_string("style"));
   if (style != "half" && style != "interleaved")
     return make_error(ErrorCode::kInvalidArgument,
                       "{}: style '{}' is not one of 'half', 'interleaved'", op, style);
-  const bool interleaved = style == "interleaved";
 
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "x", x, 4));
@@ -61,36 +60,51 @@ Status rope_kernel(KernelContext& ctx) {
                         "{}: position {} (positions element {}) is outside the tables' [0, {})", op,
                         pos[t], t, P);
 
+  RopeOperands r;
+  r.x = x.as<const float>();
+  r.out = out.as<float>();
+  r.positions = pos;
+  r.rows = B * H * T;
+  r.T = T, r.Dh = Dh, r.half = half, r.rotary = rotary;
+  r.interleaved = style == "interleaved";
   // Non-f32 tables are converted once for the T rows in use, not once per head.
-  float* cos_rows = nullptr;
-  float* sin_rows = nullptr;
   if (cos.dtype != DType::kF32 || sin.dtype != DType::kF32) {
-    cos_rows = scratch_floats(0, static_cast<size_t>(T * half));
-    sin_rows = scratch_floats(1, static_cast<size_t>(T * half));
+    float* cos_rows = scratch_floats(0, static_cast<size_t>(T * half));
+    float* sin_rows = scratch_floats(1, static_cast<size_t>(T * half));
     for (int64_t t = 0; t < T; ++t) {
       convert_to_f32(cos.dtype, cos.data, pos[t] * half, half, cos_rows + t * half);
       convert_to_f32(sin.dtype, sin.data, pos[t] * half, half, sin_rows + t * half);
     }
+    r.cos = cos_rows, r.sin = sin_rows, r.rows_per_token = true;
+  } else {
+    r.cos = cos.as<const float>(), r.sin = sin.as<const float>(), r.rows_per_token = false;
   }
-  const float* src = x.as<const float>();
-  float* dst = out.as<float>();
-  for (int64_t bh = 0; bh < B * H; ++bh) {
-    for (int64_t t = 0; t < T; ++t) {
-      const float* c = cos_rows ? cos_rows + t * half : cos.as<const float>() + pos[t] * half;
-      const float* s = sin_rows ? sin_rows + t * half : sin.as<const float>() + pos[t] * half;
-      const float* xi = src + (bh * T + t) * Dh;
-      float* yi = dst + (bh * T + t) * Dh;
-      for (int64_t i = 0; i < half; ++i) {
-        const int64_t i0 = interleaved ? 2 * i : i;
-        const int64_t i1 = interleaved ? 2 * i + 1 : i + half;
-        const float x0 = xi[i0], x1 = xi[i1];
-        yi[i0] = x0 * c[i] - x1 * s[i];
-        yi[i1] = x1 * c[i] + x0 * s[i];
-      }
-      if (yi != xi)
-        for (int64_t i = rotary; i < Dh; ++i) yi[i] = xi[i];
+  return r;
+}
+
+void apply_rope(const RopeOperands& r, int64_t row0, int64_t row1) {
+  for (int64_t row = row0; row < row1; ++row) {
+    const int64_t t = row % r.T;
+    const int64_t table_row = r.rows_per_token ? t : r.positions[t];
+    const float* c = r.cos + table_row * r.half;
+    const float* s = r.sin + table_row * r.half;
+    const float* xi = r.x + row * r.Dh;
+    float* yi = r.out + row * r.Dh;
+    for (int64_t i = 0; i < r.half; ++i) {
+      const int64_t i0 = r.interleaved ? 2 * i : i;
+      const int64_t i1 = r.interleaved ? 2 * i + 1 : i + r.half;
+      const float x0 = xi[i0], x1 = xi[i1];
+      yi[i0] = x0 * c[i] - x1 * s[i];
+      yi[i1] = x1 * c[i] + x0 * s[i];
     }
+    if (yi != xi)
+      for (int64_t i = r.rotary; i < r.Dh; ++i) yi[i] = xi[i];
   }
+}
+
+Status rope_kernel(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const RopeOperands r, check_rope(ctx));
+  apply_rope(r, 0, r.rows);
   return ok_status();
 }
 

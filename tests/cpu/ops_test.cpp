@@ -292,6 +292,158 @@ TEST(OptimizedBinary, AddAndMulMatchTheReferenceExactly) {
   EXPECT_NE(optimized.error().message().find("neither a's shape"), std::string::npos) << optimized.error().message();
 }
 
+// rope split over the pool: the float64 rotation (within f32 rounding of its two products and
+// one sum), the portable kernel's bits for every thread count, in place, with f32 and f16
+// tables, both pair layouts and a partial rotary dim; and the portable kernel's errors.
+TEST(OptimizedRope, MatchesTheReferenceAndThePortableBitsOnAnyThreadCount) {
+  const int64_t B = 1, H = 12, T = 64, Dh = 64, P = 300;
+  std::vector<int64_t> positions(T);
+  for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = 200 + 3 * t % 97;
+  auto pos = Tensor::from_ints({T}, positions);
+  const auto xv = random_floats(static_cast<size_t>(B * H * T * Dh), 41, -2, 2);
+  auto x = Tensor::from_floats(DType::kF32, {B, H, T, Dh}, xv);
+  for (const std::string style : {"half", "interleaved"}) {
+    for (int64_t rotary : {Dh, int64_t{32}}) {
+      for (DType table_dtype : {DType::kF32, DType::kF16}) {
+        SCOPED_TRACE(style + " rotary " + std::to_string(rotary) + " " + std::string(dtype_name(table_dtype)));
+        const int64_t half = rotary / 2;
+        const auto angles = random_floats(static_cast<size_t>(P * half), 42, -3, 3);
+        std::vector<float> cv(angles.size()), sv(angles.size());
+        for (size_t i = 0; i < angles.size(); ++i) cv[i] = std::cos(angles[i]), sv[i] = std::sin(angles[i]);
+        auto cos = Tensor::from_floats(table_dtype, {P, half}, cv);
+        auto sin = Tensor::from_floats(table_dtype, {P, half}, sv);
+        const auto c64 = cos.values(), s64 = sin.values();
+        std::vector<double> want(xv.begin(), xv.end());
+        for (int64_t row = 0; row < B * H * T; ++row) {
+          const int64_t p = positions[static_cast<size_t>(row % T)];
+          for (int64_t i = 0; i < half; ++i) {
+            const int64_t i0 = style == "interleaved" ? 2 * i : i, i1 = style == "interleaved" ? 2 * i + 1 : i + half;
+            const double x0 = xv[static_cast<size_t>(row * Dh + i0)], x1 = xv[static_cast<size_t>(row * Dh + i1)];
+            const double c = c64[static_cast<size_t>(p * half + i)], s = s64[static_cast<size_t>(p * half + i)];
+            want[static_cast<size_t>(row * Dh + i0)] = x0 * c - x1 * s;
+            want[static_cast<size_t>(row * Dh + i1)] = x1 * c + x0 * s;
+          }
+        }
+        const program::Attrs attrs{{"style", style}, {"rotary_dim", rotary}};
+        Tensor expected(DType::kF32, x.shape());
+        ASSERT_TRUE(run(portable(), "rope", {x.view(), pos.view(), cos.view(), sin.view()}, {expected.view()}, attrs).ok());
+        for (int threads : {1, 2, 3}) {
+          Tensor got(DType::kF32, x.shape());
+          ASSERT_TRUE(run(*registry(threads), "rope", {x.view(), pos.view(), cos.view(), sin.view()}, {got.view()}, attrs).ok());
+          std::vector<double> g(got.values());
+          EXPECT_TRUE(all_close(g, want, 1e-6)) << threads << " threads";
+          EXPECT_TRUE(same_bytes(got, expected)) << threads << " threads";
+          Tensor inplace = x;
+          ASSERT_TRUE(run(*registry(threads), "rope", {inplace.view(), pos.view(), cos.view(), sin.view()},
+                          {inplace.view()}, attrs).ok());
+          EXPECT_TRUE(same_bytes(inplace, expected)) << threads << " threads, in place";
+        }
+      }
+    }
+  }
+  // A position past the tables fails before anything is written, with the portable message.
+  auto bad = Tensor::from_ints({T}, std::vector<int64_t>(static_cast<size_t>(T), P));
+  auto table = Tensor::from_floats(DType::kF32, {P, Dh / 2}, random_floats(static_cast<size_t>(P * Dh / 2), 43));
+  Tensor out(DType::kF32, x.shape());
+  const program::Attrs attrs{{"style", std::string("half")}};
+  const Status optimized = run(*registry(2), "rope", {x.view(), bad.view(), table.view(), table.view()}, {out.view()}, attrs);
+  const Status reference = run(portable(), "rope", {x.view(), bad.view(), table.view(), table.view()}, {out.view()}, attrs);
+  ASSERT_FALSE(optimized.ok());
+  ASSERT_FALSE(reference.ok());
+  EXPECT_EQ(optimized.error().message(), reference.error().message());
+}
+
+// index_copy split over the pool (the KV-cache update): every slice lands where the index says,
+// the rest of the cache is untouched, in place or into a new output, on any thread count; a
+// repeated index keeps the portable kernel's last-write order; an index out of range fails as
+// the portable kernel does.
+TEST(OptimizedIndexCopy, WritesEverySliceOnAnyThreadCount) {
+  const int64_t H = 12, C = 256, T = 96, Dh = 64;
+  const auto cache_values = random_floats(static_cast<size_t>(H * C * Dh), 51);
+  const auto src_values = random_floats(static_cast<size_t>(H * T * Dh), 52);
+  auto cache = Tensor::from_floats(DType::kF32, {1, H, C, Dh}, cache_values);
+  auto src = Tensor::from_floats(DType::kF32, {1, H, T, Dh}, src_values);
+  std::vector<int64_t> slots(T);
+  for (int64_t t = 0; t < T; ++t) slots[static_cast<size_t>(t)] = 100 + t;
+  const program::Attrs attrs{{"axis", int64_t{2}}};
+  for (const auto& index_values : {slots, std::vector<int64_t>(static_cast<size_t>(T), 7)}) {
+    auto index = Tensor::from_ints({T}, index_values);
+    std::vector<float> want(cache_values);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < Dh; ++d)
+          want[static_cast<size_t>((h * C + index_values[static_cast<size_t>(t)]) * Dh + d)] =
+              src_values[static_cast<size_t>((h * T + t) * Dh + d)];
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, first index " << index_values[0]);
+      Tensor out(DType::kF32, cache.shape());
+      ASSERT_TRUE(run(*registry(threads), "index_copy", {cache.view(), index.view(), src.view()}, {out.view()}, attrs).ok());
+      const auto g = out.floats();
+      EXPECT_EQ(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)), 0);
+      Tensor inplace = cache;
+      ASSERT_TRUE(
+          run(*registry(threads), "index_copy", {inplace.view(), index.view(), src.view()}, {inplace.view()}, attrs).ok());
+      EXPECT_TRUE(same_bytes(inplace, out));
+    }
+  }
+  std::vector<int64_t> past(slots);
+  past.back() = C;
+  auto index = Tensor::from_ints({T}, past);
+  Tensor inplace = cache;
+  const Status optimized =
+      run(*registry(2), "index_copy", {inplace.view(), index.view(), src.view()}, {inplace.view()}, attrs);
+  ASSERT_FALSE(optimized.ok());
+  EXPECT_TRUE(same_bytes(inplace, cache)) << "a failed update wrote to the cache";
+  Tensor out(DType::kF32, cache.shape());
+  const Status reference = run(portable(), "index_copy", {cache.view(), index.view(), src.view()}, {out.view()}, attrs);
+  ASSERT_FALSE(reference.ok());
+  EXPECT_EQ(optimized.error().message(), reference.error().message());
+}
+
+// transpose with its rows split over the pool: every output element is the input element the
+// permutation names (computed here from the indices), for the attention layouts and a rank-5
+// case, below and above the size that goes parallel.
+TEST(OptimizedTranspose, MovesEveryElementOnAnyThreadCount) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  for (const Case& c : {Case{Shape{1, 128, 12, 64}, {0, 2, 1, 3}}, Case{Shape{1, 12, 128, 64}, {0, 2, 1, 3}},
+                        Case{Shape{3, 5, 7}, {1, 0, 2}}, Case{Shape{4, 6, 5, 9, 40}, {3, 0, 2, 1, 4}}}) {
+    SCOPED_TRACE(c.shape.to_string());
+    const auto xv = random_floats(static_cast<size_t>(c.shape.numel()), 61);
+    auto x = Tensor::from_floats(DType::kF32, c.shape, xv);
+    const int rank = c.shape.rank();
+    std::vector<int64_t> out_dims(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; ++i) out_dims[static_cast<size_t>(i)] = c.shape[c.perm[static_cast<size_t>(i)]];
+    Shape out_shape = c.shape;
+    for (int i = 0; i < rank; ++i) out_shape[i] = out_dims[static_cast<size_t>(i)];
+    std::vector<float> want(xv.size());
+    std::vector<int64_t> idx(static_cast<size_t>(rank), 0);  // output index, row-major
+    for (size_t o = 0; o < want.size(); ++o) {
+      int64_t in = 0;
+      for (int a = 0; a < rank; ++a) {  // input axis a has output axis i with perm[i] == a
+        int64_t at = 0;
+        for (int i = 0; i < rank; ++i)
+          if (c.perm[static_cast<size_t>(i)] == a) at = idx[static_cast<size_t>(i)];
+        in = in * c.shape[a] + at;
+      }
+      want[o] = xv[static_cast<size_t>(in)];
+      for (int i = rank - 1; i >= 0; --i) {
+        if (++idx[static_cast<size_t>(i)] < out_dims[static_cast<size_t>(i)]) break;
+        idx[static_cast<size_t>(i)] = 0;
+      }
+    }
+    const program::Attrs attrs{{"perm", c.perm}};
+    for (int threads : {1, 2, 3}) {
+      Tensor got(DType::kF32, out_shape);
+      ASSERT_TRUE(run(*registry(threads), "transpose", {x.view()}, {got.view()}, attrs).ok());
+      const auto g = got.floats();
+      EXPECT_EQ(std::memcmp(g.data(), want.data(), want.size() * sizeof(float)), 0) << threads << " threads";
+    }
+  }
+}
+
 TEST(OptimizedSilu, MatchesReferenceIncludingExtremes) {
   auto values = random_floats(1003, 9, -12, 12);
   const float inf = std::numeric_limits<float>::infinity();

@@ -23,7 +23,8 @@ TEST(CpuRegistry, ReplacesTheHotOpsAndKeepsTheRestPortable) {
   for (const auto& name : portable->names()) {
     SCOPED_TRACE(name);
     const bool replaced = avx2 && (name == "linear" || name == "attention" || name == "rms_norm" || name == "silu" ||
-                                   name == "transpose" || name == "add" || name == "mul");
+                                   name == "transpose" || name == "add" || name == "mul" || name == "rope" ||
+                                   name == "index_copy");
     EXPECT_EQ(*optimized->find(name) != *portable->find(name), replaced);
     // Replaced kernels prepare at load (attributes, packed weights, scratch).
     EXPECT_EQ((*optimized->find_kernel(name))->prepare != nullptr, replaced);

@@ -35,6 +35,11 @@ Status add(KernelContext& ctx);
 Status mul(KernelContext& ctx);
 Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void* config);
 Status transpose(KernelContext& ctx);
+// rope and index_copy: the portable kernels' checks and arithmetic, split over the pool.
+Result<PreparedKernel> prepare_rope(const KernelPrepareContext& ctx, const void* config);
+Status rope(KernelContext& ctx);
+Result<PreparedKernel> prepare_index_copy(const KernelPrepareContext& ctx, const void* config);
+Status index_copy(KernelContext& ctx);
 
 // The pool's thread count, 1 without a pool.
 inline int pool_threads(const runtime::ThreadPool* pool) { return pool != nullptr ? pool->threads() : 1; }

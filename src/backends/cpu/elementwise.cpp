@@ -1,7 +1,8 @@
 // rms_norm and silu with the SIMD kernels (rows or elements split over the pool when there are
-// many), add and mul split over the pool, and transpose with its permutation decoded once at
-// load. Each is validated exactly as the portable kernel is; a call the fast paths do not cover
-// runs the portable kernel.
+// many); add, mul, rope and index_copy with the portable kernels' checks and arithmetic, split
+// over the pool; and transpose with its permutation decoded once at load, its rows split over
+// the pool. Each is validated exactly as the portable kernel is; a call the fast paths do not
+// cover runs the portable kernel.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -22,6 +23,18 @@ namespace {
 
 // Below this many values a call runs on one thread: waking the pool costs more.
 constexpr int64_t kParallelValues = 1 << 15;
+
+// fn(i0, i1) over [0, count) in one contiguous part per pool thread, or on the caller alone when
+// the call moves fewer than kParallelValues values. For kernels whose items are independent.
+template <typename F>
+void split_over_pool(runtime::ThreadPool* pool, int64_t count, int64_t values, F&& fn) {
+  const int threads = pool_threads(pool);
+  if (values < kParallelValues || threads == 1 || count < 2) {
+    fn(int64_t{0}, count);
+    return;
+  }
+  parallel_for(pool, threads, [&](int64_t task, int) { fn(count * task / threads, count * (task + 1) / threads); });
+}
 
 struct RmsNormState {
   Config config;
@@ -222,22 +235,58 @@ Status transpose(KernelContext& ctx) {
   if (total == 0) return ok_status();
   // Walk the output rows in order; in_stride[i] is how far x moves when output axis i advances.
   const Shape x_strides = contiguous_strides(x.shape);
-  std::array<int64_t, kMaxRank> in_stride{}, counter{};
+  std::array<int64_t, kMaxRank> in_stride{};
   for (int i = 0; i < rank; ++i) in_stride[static_cast<size_t>(i)] = x_strides[state->perm[static_cast<size_t>(i)]];
   const int64_t inner = out.shape[rank - 1];
+  const int64_t rows = total / inner;
   const size_t row_bytes = static_cast<size_t>(inner) * elem;
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(out.data);
-  int64_t in_offset = 0;
-  for (int64_t done = 0; done < total; done += inner) {
-    std::memcpy(dst + static_cast<size_t>(done) * elem, src + static_cast<size_t>(in_offset) * elem, row_bytes);
-    for (int i = rank - 2; i >= 0; --i) {
-      in_offset += in_stride[static_cast<size_t>(i)];
-      if (++counter[static_cast<size_t>(i)] < out.shape[i]) break;
-      in_offset -= in_stride[static_cast<size_t>(i)] * out.shape[i];
-      counter[static_cast<size_t>(i)] = 0;
+  auto copy_rows = [&](int64_t r0, int64_t r1) {
+    // The counters of output row r0 (its index along each outer axis) and where it starts in x.
+    std::array<int64_t, kMaxRank> counter{};
+    int64_t in_offset = 0;
+    for (int64_t i = rank - 2, rest = r0; i >= 0; --i) {
+      counter[static_cast<size_t>(i)] = rest % out.shape[i];
+      rest /= out.shape[i];
+      in_offset += counter[static_cast<size_t>(i)] * in_stride[static_cast<size_t>(i)];
     }
-  }
+    for (int64_t r = r0; r < r1; ++r) {
+      std::memcpy(dst + static_cast<size_t>(r) * row_bytes, src + static_cast<size_t>(in_offset) * elem, row_bytes);
+      for (int i = rank - 2; i >= 0; --i) {
+        in_offset += in_stride[static_cast<size_t>(i)];
+        if (++counter[static_cast<size_t>(i)] < out.shape[i]) break;
+        in_offset -= in_stride[static_cast<size_t>(i)] * out.shape[i];
+        counter[static_cast<size_t>(i)] = 0;
+      }
+    }
+  };
+  split_over_pool(ctx.pool, rows, total, copy_rows);
+  return ok_status();
+}
+
+Result<PreparedKernel> prepare_rope(const KernelPrepareContext&, const void*) { return PreparedKernel{}; }
+
+Status rope(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const kernels::RopeOperands r, kernels::check_rope(ctx));
+  split_over_pool(ctx.pool, r.rows, r.rows * r.Dh, [&](int64_t r0, int64_t r1) { kernels::apply_rope(r, r0, r1); });
+  return ok_status();
+}
+
+Result<PreparedKernel> prepare_index_copy(const KernelPrepareContext&, const void*) { return PreparedKernel{}; }
+
+Status index_copy(KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const kernels::IndexCopyOperands x, kernels::check_index_copy(ctx));
+  if (x.out != x.dst && x.dst_bytes > 0) std::memcpy(x.out, x.dst, x.dst_bytes);
+  const int64_t slices = x.outer * x.T;
+  // A repeated index is written by its last slice, as in the portable kernel: only increasing
+  // indices (the cache update) are split.
+  bool increasing = true;
+  for (int64_t t = 1; t < x.T && increasing; ++t) increasing = x.index[t] > x.index[t - 1];
+  const auto values =
+      increasing ? static_cast<int64_t>(static_cast<size_t>(slices) * x.slice / sizeof(float)) : int64_t{0};
+  split_over_pool(ctx.pool, slices, values,
+                  [&](int64_t s0, int64_t s1) { kernels::apply_index_copy(x, s0, s1); });
   return ok_status();
 }
 
