@@ -33,9 +33,17 @@ struct BenchArgs {
   std::vector<int> threads{0};
   int reps = 5;
   bool json = false;
+  bool profile = false;
   std::string kernels = "optimized";
   std::string allocator = "heap";
   std::vector<std::string> backend_options;
+};
+
+// Time per repetition in the instructions of one op of one method (--profile).
+struct ProfileRow {
+  std::string method, op;
+  double ms = 0;
+  double calls = 0;
 };
 
 struct TestResult {
@@ -45,7 +53,14 @@ struct TestResult {
   std::vector<double> samples;  // tokens/s per measured repetition
   double load_ms = 0;
   double cache_bytes_copied_per_decode_step = 0;  // tg tests
+  std::vector<ProfileRow> profile;              // --profile: slowest first
 
+  // Mean wall time of one measured repetition.
+  double ms_per_rep() const {
+    double ms = 0;
+    for (double s : samples) ms += 1e3 * static_cast<double>(n_prompt + n_gen) / s;
+    return samples.empty() ? 0 : ms / static_cast<double>(samples.size());
+  }
   double mean() const {
     double sum = 0;
     for (double s : samples) sum += s;
@@ -91,6 +106,23 @@ Result<double> run_generate(llm::IOManager& io, const std::vector<int64_t>& toke
   return static_cast<double>(tokens.size()) / seconds_since(start);
 }
 
+// The instructions' time per repetition, summed per method and op, slowest first.
+std::vector<ProfileRow> collect_profile(llm::IOManager& io, int reps) {
+  std::vector<ProfileRow> rows;
+  for (runtime::Method* method : io.methods()) {
+    for (const runtime::Method::InstructionTime& step : method->profile()) {
+      if (step.calls == 0) continue;
+      auto row = std::find_if(rows.begin(), rows.end(),
+                              [&](const ProfileRow& r) { return r.method == method->name() && r.op == step.op; });
+      if (row == rows.end()) row = rows.insert(rows.end(), ProfileRow{method->name(), step.op});
+      row->ms += 1e3 * step.seconds / reps;
+      row->calls += static_cast<double>(step.calls) / reps;
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+  return rows;
+}
+
 Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
   if (args.reps < 1) return make_error(ErrorCode::kInvalidArgument, "-r/--repetitions must be >= 1, got {}", args.reps);
   for (int64_t n : args.prompt_lengths)
@@ -105,6 +137,8 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
     options.allocator = args.allocator;
     KESTREL_ASSIGN_OR_RETURN(auto runner, llm::Runner::load(args.program, options));
     llm::IOManager& io = runner->io_manager();
+    if (args.profile)
+      for (runtime::Method* method : io.methods()) method->enable_profiling();
     const llm::ModelInfo& info = runner->model_info();
     auto fits = [&](const std::string& test, int64_t n) -> Status {
       if (n > info.max_context)
@@ -116,6 +150,7 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       result.threads = threads;
       result.load_ms = runner->load_ms();
       KESTREL_RETURN_IF_ERROR(once());  // warm-up
+      for (runtime::Method* method : io.methods()) method->clear_profile();
       const llm::IoStats before = io.io_stats();
       for (int r = 0; r < args.reps; ++r) {
         auto speed = once();
@@ -126,6 +161,7 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       if (const int64_t steps = after.decode_calls - before.decode_calls; result.n_gen > 0 && steps > 0)
         result.cache_bytes_copied_per_decode_step =
             static_cast<double>(after.decode_cache_bytes_copied - before.decode_cache_bytes_copied) / steps;
+      if (args.profile) result.profile = collect_profile(io, args.reps);
       results.push_back(std::move(result));
       return ok_status();
     };
@@ -152,6 +188,13 @@ nlohmann::json to_json(const BenchArgs& args, const std::vector<TestResult>& res
   double prefill = 0, decode = 0;
   bool have_prefill = false, have_decode = false;
   for (const TestResult& r : results) {
+    nlohmann::json profile = nlohmann::json::array();
+    for (const ProfileRow& row : r.profile)
+      profile.push_back({{"method", row.method},
+                         {"op", row.op},
+                         {"ms", row.ms},
+                         {"share", row.ms / r.ms_per_rep()},
+                         {"calls", row.calls}});
     tests.push_back({{"test", r.name},
                      {"n_prompt", r.n_prompt},
                      {"n_gen", r.n_gen},
@@ -162,6 +205,7 @@ nlohmann::json to_json(const BenchArgs& args, const std::vector<TestResult>& res
                      {"samples_tok_s", r.samples},
                      {"load_ms", r.load_ms},
                      {"cache_bytes_copied_per_decode_step", r.cache_bytes_copied_per_decode_step}});
+    if (args.profile) tests.back()["profile"] = {{"ms_per_rep", r.ms_per_rep()}, {"instructions", profile}};
     if (r.n_prompt > 0 && !have_prefill) prefill = r.mean(), have_prefill = true;
     if (r.n_gen > 0 && !have_decode) decode = r.mean(), have_decode = true;
   }
@@ -187,6 +231,19 @@ void print_table(const BenchArgs& args, const std::vector<TestResult>& results) 
       last_threads = r.threads;
     }
   fmt::print("peak RSS {:.1f} MiB\n", static_cast<double>(llm::peak_rss_bytes()) / (1 << 20));
+  for (const TestResult& r : results) {
+    if (!args.profile) break;
+    const double total = r.ms_per_rep();
+    double in_instructions = 0;
+    for (const ProfileRow& row : r.profile) in_instructions += row.ms;
+    fmt::print("\nprofile of {}, {} threads, per repetition: {:.2f} ms, {:.2f} ms of it in instructions\n", r.name,
+               r.threads, total, in_instructions);
+    fmt::print("| method | op | ms | share | calls |\n|---|---|---|---|---|\n");
+    for (const ProfileRow& row : r.profile)
+      fmt::print("| {} | {} | {:.3f} | {:.1f}% | {:g} |\n", row.method, row.op, row.ms, 100 * row.ms / total, row.calls);
+    fmt::print("| (outside instructions) | | {:.3f} | {:.1f}% | |\n", total - in_instructions,
+               100 * (total - in_instructions) / total);
+  }
 }
 
 }  // namespace
@@ -208,6 +265,9 @@ void add_bench_command(CLI::App& app) {
   command->add_flag("--json", args.json,
                     "Print one JSON object: prefill_tok_s and decode_tok_s (first pp and tg test), load_ms, "
                     "peak_rss_bytes and every test");
+  command->add_flag("--profile", args.profile,
+                    "Also report the time per repetition in each op of each method (summed over its "
+                    "instructions; the clock around every instruction adds well under a microsecond each)");
   command->add_option("--kernels", args.kernels, "CPU kernels: optimized or portable")->capture_default_str();
   command->add_option("--allocator", args.allocator, "I/O buffer allocator (heap, memfd, rpcmem)")
       ->capture_default_str();

@@ -271,6 +271,13 @@ IoStats HfStaticIOManager::io_stats() const {
   return IoStats{prefill_calls_, decode_calls_, prefill_bytes_copied_, decode_bytes_copied_};
 }
 
+std::vector<runtime::Method*> HfStaticIOManager::methods() {
+  std::vector<runtime::Method*> loaded;
+  for (MethodIo* io : {&prefill_, &decode_})
+    if (io->method) loaded.push_back(io->method.get());
+  return loaded;
+}
+
 void HfStaticIOManager::reset() {
   history_.clear();
   const size_t floats = static_cast<size_t>(config_.n_kv_heads * config_.max_context * config_.head_dim);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "kestrel/core/error_helpers.h"
@@ -135,16 +136,34 @@ Status Method::execute() {
     for (size_t i = 0; i < step.inputs.size(); ++i) step.input_views[i] = values_[step.inputs[i]];
     for (size_t i = 0; i < step.outputs.size(); ++i) step.output_views[i] = values_[step.outputs[i]];
     Status status;
+    const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (step.kernel) {
       status = step.kernel->run(step.input_views, step.output_views, scratch_.span());
     } else {
       status = step.backend->execute(step.delegate_handle, step.input_views, step.output_views);
+    }
+    if (profiling_) {
+      profile_[s].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++profile_[s].calls;
     }
     if (!status.ok())
       return status.error().with_context(fmt::format("method '{}', instruction {} ({})", name(), s,
                                                         step.kernel ? std::string_view(step.kernel->op()) : step.backend_id));
   }
   return ok_status();
+}
+
+void Method::enable_profiling() {
+  if (profiling_) return;
+  profiling_ = true;
+  profile_.resize(steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s)
+    profile_[s].op = steps_[s].kernel ? std::string(steps_[s].kernel->op())
+                                      : fmt::format("delegate:{}", steps_[s].backend_id);
+}
+
+void Method::clear_profile() {
+  for (InstructionTime& row : profile_) row.seconds = 0, row.calls = 0;
 }
 
 Result<std::shared_ptr<Program>> Program::load(const std::string& path, std::shared_ptr<const KernelRegistry> kernels,

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "cli/cli_fixture.h"
@@ -394,6 +396,51 @@ TEST_F(Cli, BenchReportsEveryTestAndTheSummary) {
   EXPECT_NE(table.out.find("| pp8 |"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("| tg2 |"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("peak RSS"), std::string::npos);
+}
+
+// kestrel bench --profile: the time per repetition in each op of each method.
+TEST_F(Cli, BenchProfileChargesEveryOpOfTheMethodsThatRan) {
+  auto out = run({"bench", path("model.kst"), "-p", "8", "-n", "4", "-t", "1", "-r", "2", "--json", "--profile"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const auto tests = nlohmann::json::parse(out.out)["tests"];
+  ASSERT_EQ(tests.size(), 2u);
+  for (const auto& test : tests) {
+    SCOPED_TRACE(test["test"].get<std::string>());
+    const auto& profile = test["profile"];
+    const double total = profile["ms_per_rep"].get<double>();
+    EXPECT_GT(total, 0);
+    double sum = 0;
+    std::set<std::string> ops;
+    for (const auto& row : profile["instructions"]) {
+      EXPECT_GE(row["ms"].get<double>(), 0);
+      EXPECT_GT(row["calls"].get<double>(), 0);
+      sum += row["ms"].get<double>();
+      ops.insert(row["method"].get<std::string>() + "/" + row["op"].get<std::string>());
+    }
+    // The instructions ran inside the measured time, and the model's ops are all there.
+    EXPECT_GT(sum, 0);
+    EXPECT_LE(sum, total * 1.0001);
+    const std::string method = test["test"] == "tg4" ? "decode" : "prefill";
+    for (const char* op : {"linear", "attention", "rms_norm", "embedding"})
+      EXPECT_TRUE(ops.count(method + "/" + op)) << method << "/" << op;
+    if (test["test"] == "tg4") {
+      // Four decode steps and nothing else: every decode instruction ran 4 times per repetition.
+      for (const auto& row : profile["instructions"]) {
+        EXPECT_EQ(row["method"], "decode");
+        const double calls = row["calls"].get<double>();
+        EXPECT_EQ(std::fmod(calls, 4.0), 0.0) << row["op"];
+      }
+    }
+  }
+  auto plain = run({"bench", path("model.kst"), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)["tests"][0].contains("profile"));
+
+  auto table = run({"bench", path("model.kst"), "-p", "8", "-n", "0", "-t", "1", "-r", "1", "--profile"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("profile of pp8, 1 threads, per repetition"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("| prefill | linear |"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("| (outside instructions) |"), std::string::npos) << table.out;
 }
 
 TEST_F(Cli, BenchErrorsNameTheProblem) {

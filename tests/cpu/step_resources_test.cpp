@@ -46,6 +46,8 @@ TEST(StepResources, NoAllocationThreadOrIoInsideAStep) {
     auto io = load_io(program, optimized_kernel_registry(options));
     ASSERT_NE(io, nullptr);
     io->set_tail_policy(llm::TailPolicy::kDecode);
+    // Profiling on (as `kestrel bench --profile` runs): its clock reads allocate nothing either.
+    for (runtime::Method* method : io->methods()) method->enable_profiling();
     const std::vector<int64_t> prompt{1, 17, 42, 99, 3, 150, 7};  // one prefill chunk and two decode steps
 
     const int threads_before = threads_in_process();
@@ -68,6 +70,8 @@ TEST(StepResources, NoAllocationThreadOrIoInsideAStep) {
     EXPECT_EQ(threads_in_process(), threads_before);
     EXPECT_EQ(io->prefill_calls(), 1);
     EXPECT_EQ(io->decode_calls(), 3);
+    for (runtime::Method* method : io->methods())
+      for (const auto& row : method->profile()) EXPECT_EQ(row.calls, method->name() == "prefill" ? 1 : 3) << row.op;
   }
 }
 

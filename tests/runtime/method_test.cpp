@@ -2,7 +2,9 @@
 // delegate output binding by exported index, and clear errors for missing kernels/backends.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "kestrel/program/writer.h"
 #include "kestrel/runtime/method.h"
@@ -108,6 +110,48 @@ TEST(Method, RunsKernelsWithConstantsAndArena) {
   ASSERT_TRUE((*method)->set_input(0, TensorView::contiguous(DType::kF32, {4}, y.data())).ok());
   ASSERT_TRUE((*method)->execute().ok());
   EXPECT_FLOAT_EQ(out[3], (1 + 4) * 2 + 1);
+}
+
+TEST(Method, ProfilesEveryInstructionWhenAsked) {
+  // "scale" sleeps, so its row must hold at least the slept time: the profile charges each
+  // instruction its own time (a lower bound only; nothing here depends on the machine's speed).
+  static constexpr auto kNap = std::chrono::milliseconds(3);
+  auto kernels = test_kernels();
+  kernels->add("scale", [](KernelContext& ctx) {
+    std::this_thread::sleep_for(kNap);
+    return scale_kernel(ctx);
+  });
+  auto program = load(kernel_program(), kernels);
+  auto method = std::move(program->load_method("forward")).value();
+  std::vector<float> x{10, 20, 30, 40}, out(4);
+  ASSERT_TRUE(method->set_input(0, TensorView::contiguous(DType::kF32, {4}, x.data())).ok());
+  ASSERT_TRUE(method->set_output(0, TensorView::contiguous(DType::kF32, {4}, out.data())).ok());
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_FALSE(method->profiling());
+  EXPECT_TRUE(method->profile().empty());  // off by default: nothing is measured
+
+  method->enable_profiling();
+  ASSERT_TRUE(method->profiling());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(method->execute().ok());
+  const auto& rows = method->profile();
+  ASSERT_EQ(rows.size(), 3u);
+  const std::vector<std::string> ops{"add", "scale", "add"};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(rows[i].op, ops[i]);
+    EXPECT_EQ(rows[i].calls, 2);
+    EXPECT_GE(rows[i].seconds, 0.0);
+  }
+  EXPECT_GE(rows[1].seconds, 2 * std::chrono::duration<double>(kNap).count());
+  EXPECT_FLOAT_EQ(out[3], (40 + 4) * 2 + 40);  // profiling changes no result
+
+  method->clear_profile();
+  for (const auto& row : method->profile()) {
+    EXPECT_EQ(row.calls, 0);
+    EXPECT_EQ(row.seconds, 0.0);
+  }
+  ASSERT_TRUE(method->execute().ok());
+  EXPECT_EQ(method->profile()[1].calls, 1);
 }
 
 TEST(Method, RejectsUnboundAndMismatchedIo) {

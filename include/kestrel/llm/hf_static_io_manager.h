@@ -57,6 +57,7 @@ class HfStaticIOManager final : public IOManager {
   int64_t prefill_calls() const { return prefill_calls_; }
   int64_t decode_calls() const { return decode_calls_; }
   IoStats io_stats() const override;
+  std::vector<runtime::Method*> methods() override;
   const IoBuffers& buffers() const { return *buffers_; }
 
  private:

@@ -45,6 +45,8 @@ class IOManager {
   // Clears the caches.
   virtual void reset() = 0;
   virtual IoStats io_stats() const { return {}; }
+  // The loaded methods (for per-instruction profiling); none before load().
+  virtual std::vector<runtime::Method*> methods() { return {}; }
 };
 
 using IOManagerFactory = std::function<std::unique_ptr<IOManager>()>;

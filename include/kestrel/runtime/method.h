@@ -41,6 +41,20 @@ class Method {
   // Runs every instruction. Fails if an input or output is unbound.
   Status execute();
 
+  // Wall time per instruction, off unless enabled. enable_profiling() sizes the table, so
+  // execute() itself still never allocates; from then on every execute() adds each
+  // instruction's time and one call to its row.
+  struct InstructionTime {
+    std::string op;  // the kernel's op, or "delegate:<backend>"
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  void enable_profiling();
+  bool profiling() const { return profiling_; }
+  void clear_profile();
+  // One row per instruction, in program order (empty while profiling is off).
+  const std::vector<InstructionTime>& profile() const { return profile_; }
+
  private:
   friend class Program;
   Method() = default;
@@ -59,6 +73,8 @@ class Method {
   std::vector<Step> steps_;
   std::vector<std::pair<std::shared_ptr<BackendInterface>, void*>> delegates_;
   AlignedBuffer scratch_;  // the largest reserve any kernel step asked for, reused by every step
+  bool profiling_ = false;
+  std::vector<InstructionTime> profile_;
 };
 
 // A loaded program plus the kernels and backends its methods resolve against.
