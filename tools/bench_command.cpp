@@ -50,10 +50,10 @@ struct TestResult {
   std::string name;  // "pp512", "tg128"
   int64_t n_prompt = 0, n_gen = 0;
   int threads = 0;
-  std::vector<double> samples;  // tokens/s per measured repetition
+  std::vector<double> samples{};  // tokens/s per measured repetition
   double load_ms = 0;
   double cache_bytes_copied_per_decode_step = 0;  // tg tests
-  std::vector<ProfileRow> profile;              // --profile: slowest first
+  std::vector<ProfileRow> profile{};            // --profile: slowest first
 
   // Mean wall time of one measured repetition.
   double ms_per_rep() const {
@@ -188,13 +188,6 @@ nlohmann::json to_json(const BenchArgs& args, const std::vector<TestResult>& res
   double prefill = 0, decode = 0;
   bool have_prefill = false, have_decode = false;
   for (const TestResult& r : results) {
-    nlohmann::json profile = nlohmann::json::array();
-    for (const ProfileRow& row : r.profile)
-      profile.push_back({{"method", row.method},
-                         {"op", row.op},
-                         {"ms", row.ms},
-                         {"share", row.ms / r.ms_per_rep()},
-                         {"calls", row.calls}});
     tests.push_back({{"test", r.name},
                      {"n_prompt", r.n_prompt},
                      {"n_gen", r.n_gen},
@@ -205,7 +198,16 @@ nlohmann::json to_json(const BenchArgs& args, const std::vector<TestResult>& res
                      {"samples_tok_s", r.samples},
                      {"load_ms", r.load_ms},
                      {"cache_bytes_copied_per_decode_step", r.cache_bytes_copied_per_decode_step}});
-    if (args.profile) tests.back()["profile"] = {{"ms_per_rep", r.ms_per_rep()}, {"instructions", profile}};
+    if (args.profile) {
+      nlohmann::json instructions = nlohmann::json::array();
+      for (const ProfileRow& row : r.profile)
+        instructions.push_back({{"method", row.method},
+                                {"op", row.op},
+                                {"ms", row.ms},
+                                {"share", row.ms / r.ms_per_rep()},
+                                {"calls", row.calls}});
+      tests.back()["profile"] = {{"ms_per_rep", r.ms_per_rep()}, {"instructions", instructions}};
+    }
     if (r.n_prompt > 0 && !have_prefill) prefill = r.mean(), have_prefill = true;
     if (r.n_gen > 0 && !have_decode) decode = r.mean(), have_decode = true;
   }

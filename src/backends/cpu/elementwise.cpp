@@ -158,14 +158,7 @@ namespace {
 template <typename F>
 Status binary(std::string_view op, KernelContext& ctx, F f) {
   KESTREL_ASSIGN_OR_RETURN(const kernels::BinaryOperands x, kernels::check_binary(op, ctx));
-  const int threads = pool_threads(ctx.pool);
-  if (x.n < kParallelValues || threads == 1) {
-    kernels::apply_binary(x, 0, x.n, f);
-    return ok_status();
-  }
-  const int64_t chunks = (x.n + 15) / 16;
-  parallel_for(ctx.pool, threads, [&](int64_t task, int) {
-    const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
+  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
     kernels::apply_binary(x, c0 * 16, std::min(x.n, c1 * 16), f);
   });
   return ok_status();
