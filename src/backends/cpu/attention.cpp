@@ -31,7 +31,7 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
     const int64_t Hq = ctx.inputs[0].shape[1], T = ctx.inputs[0].shape[2];
     const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2];
     if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
-      state->task_floats = attention_scratch_floats(T, Hq / Hkv, C, ctx.inputs[0].shape[3]);
+      state->task_floats = attention_scratch_floats(T, Hq / Hkv, C);
       prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * pool_threads(ctx.pool));
     }
   }
@@ -57,7 +57,7 @@ Status attention(KernelContext& ctx) {
   if (op.B * op.Hq * op.T * op.Dh == 0) return ok_status();
 
   const int64_t group = op.Hq / op.Hkv;
-  const size_t task_floats = attention_scratch_floats(op.T, group, op.C, op.Dh);
+  const size_t task_floats = attention_scratch_floats(op.T, group, op.C);
   const int threads = pool_threads(ctx.pool);
   float* scratch = ctx.scratch != nullptr ? ctx.scratch->take<float>(task_floats * threads) : nullptr;
   if (scratch == nullptr || task_floats != state->task_floats)

@@ -73,19 +73,15 @@ struct SimdKernels {
 // The table for a SIMD ISA (not kScalar) the CPU supports.
 const SimdKernels& simd_kernels(Isa isa);
 
-// Queries an attention task covers (blocks of queries share their key and value loads, and the
-// transposed chunks of keys), and the scratch floats one task needs: a transposed chunk of 16
-// keys per chunk of a pass, a row of scores per (query head, query) and their sums.
+// Queries an attention task covers (blocks of queries share their key and value loads), and the
+// scratch floats one task needs: a row of scores per (query head, query) plus their sums.
 inline int64_t attention_queries_per_task(int64_t T, int64_t group) {
-  return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 24 / group));
+  return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 8 / group));
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
-inline int64_t attention_chunk_floats(int64_t Dh) { return Dh * 16; }
-inline constexpr int64_t kAttentionPassChunks = 4;  // chunks of keys transposed together
-inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C, int64_t Dh) {
+inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
   const int64_t rows = attention_queries_per_task(T, group) * group;
-  // Rounded to 16 floats so that every thread's part starts 64-byte aligned.
-  return static_cast<size_t>((kAttentionPassChunks * attention_chunk_floats(Dh) + rows * attention_row_stride(C) + rows + 15) / 16 * 16);
+  return static_cast<size_t>(rows * attention_row_stride(C) + rows);
 }
 
 }  // namespace kestrel::cpu::detail
