@@ -67,10 +67,15 @@ Status attention(KernelContext& ctx) {
   const int64_t per_task = attention_queries_per_task(op.T, group);
   const int64_t query_blocks = (op.T + per_task - 1) / per_task;
   const SimdKernels& simd = *state->config.simd;
-  parallel_for(ctx.pool, op.B * op.Hkv * query_blocks, [&](int64_t task, int thread) {
-    const int64_t block = task % query_blocks, head = task / query_blocks;
-    const int64_t t0 = block * per_task, t1 = std::min(op.T, t0 + per_task);
-    simd.attention_block(op, head / op.Hkv, head % op.Hkv, t0, t1, scratch + task_floats * thread);
+  // Each thread takes a contiguous range of heads (the rows of q, k and v it wrote itself when
+  // the linears before split their outputs the same way), and idle threads take tasks from the
+  // back of the others' ranges.
+  parallel_ranges(ctx.pool, op.B * op.Hkv * query_blocks, 1, 1, [&](int64_t begin, int64_t end, int thread) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t block = task % query_blocks, head = task / query_blocks;
+      const int64_t t0 = block * per_task, t1 = std::min(op.T, t0 + per_task);
+      simd.attention_block(op, head / op.Hkv, head % op.Hkv, t0, t1, scratch + task_floats * thread);
+    }
   });
   return ok_status();
 }
