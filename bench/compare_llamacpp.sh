@@ -9,7 +9,9 @@
 # llama.cpp). Steps, all in WORK_DIR:
 #   1. make_bench_model writes a deterministic llama2.c checkpoint (model.bin, shared
 #      classifier) and a tokenizer.bin;
-#   2. kestrel exports it with f32 and q8 weights (prefill step PREFILL_STEP);
+#   2. kestrel exports it with f32 and q8 weights (prefill step PREFILL_STEP, and a prefill
+#      bucket of each of EXTRA_PREFILL_STEPS: a prompt's full chunks take the largest step that
+#      fits, as llama.cpp processes a prompt in micro-batches of up to 512 tokens by default);
 #   3. llama.cpp's own convert-llama2c-to-ggml converts the same checkpoint to an f32 GGUF, and
 #      llama-quantize makes the Q8_0 GGUF (q8 and Q8_0 are the same format: blocks of 32 int8
 #      with one f16 scale);
@@ -34,6 +36,7 @@
 #   PROMPTS           prompt lengths ["128 512"]
 #   N_TOKENS          generated tokens per decode run [128]
 #   PREFILL_STEP      kestrel's prefill step (tokens per prefill call) [128]
+#   EXTRA_PREFILL_STEPS  more prefill steps, comma-separated, empty for none [512]
 #   REPS              interleaved repetitions per cell [5]
 #   BW_MIB            read_bandwidth buffer for the DRAM figure, MiB [1024]
 #   QUIET_BUSY        before every repetition, wait until the other processes keep at most this
@@ -75,6 +78,7 @@ dtypes="${DTYPES:-q8 f32}"
 prompts="${PROMPTS:-128 512}"
 n_tokens="${N_TOKENS:-128}"
 prefill_step="${PREFILL_STEP:-128}"
+extra_prefill_steps="${EXTRA_PREFILL_STEPS-512}"
 reps="${REPS:-5}"
 bw_mib="${BW_MIB:-1024}"
 quiet_busy="${QUIET_BUSY:-0.10}"
@@ -99,7 +103,7 @@ layer_values="$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m[
 # 2. kestrel programs.
 for dtype in ${dtypes}; do
   "${kestrel}" export "${work}/model.bin" --tokenizer "${work}/tokenizer.bin" -o "${work}/${dtype}.kst" --dtype "${dtype}" \
-    --prefill-step "${prefill_step}" -q
+    --prefill-step "${prefill_step}" ${extra_prefill_steps:+--extra-prefill-steps "${extra_prefill_steps}"} -q
 done
 
 # 3. llama.cpp models from the same checkpoint, with llama.cpp's own tools.

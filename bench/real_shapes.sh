@@ -20,6 +20,7 @@
 #   PROMPTS         prompt lengths, comma separated ["128,512"]
 #   N_TOKENS        generated tokens [128]
 #   PREFILL_STEP    tokens per prefill call [128]
+#   EXTRA_PREFILL_STEPS  more prefill steps (buckets), comma separated, empty for none [512]
 #   MAX_CONTEXT     cache length [1024]
 #   REPS            runs per cell [3]
 #   QUIET_BUSY QUIET_MAX_WAIT   see bench_lib.sh [0.10 900]
@@ -40,6 +41,7 @@ threads_list="${THREADS_LIST:-1 $(nproc)}"
 prompts="${PROMPTS:-128,512}"
 n_tokens="${N_TOKENS:-128}"
 prefill_step="${PREFILL_STEP:-128}"
+extra_prefill_steps="${EXTRA_PREFILL_STEPS-512}"
 max_context="${MAX_CONTEXT:-1024}"
 reps="${REPS:-3}"
 quiet_busy="${QUIET_BUSY:-0.10}"
@@ -77,9 +79,10 @@ for shape in ${shapes}; do
   fi
   decode_values="$(json_get "$(cat "${dir}/model.json")" decode_weight_values)"
   for dtype in ${dtypes}; do
-    program="${dir}/${dtype}.kst"
+    program="${dir}/${dtype}-s${prefill_step}${extra_prefill_steps:+-${extra_prefill_steps//,/-}}.kst"
     [[ -f "${program}" ]] || "${kestrel}" export "${dir}" -o "${program}" --dtype "${dtype}" \
-      --max-context "${max_context}" --prefill-step "${prefill_step}" -q
+      --max-context "${max_context}" --prefill-step "${prefill_step}" \
+      ${extra_prefill_steps:+--extra-prefill-steps "${extra_prefill_steps}"} -q
     bytes_per_value="$([[ "${dtype}" == q8 ]] && echo 1.0625 || echo 2)"
     ws_mib="$(python3 -c 'import sys; print(round(int(sys.argv[1]) * float(sys.argv[2]) / 2**20))' \
       "${decode_values}" "${bytes_per_value}")"

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@ struct ExportArgs {
   std::vector<std::string> options;
   std::string options_file;
   int64_t prefill_step = 32;
+  std::vector<int64_t> extra_prefill_steps;
   int64_t max_context = 0;
   std::string dtype = "f32";
   std::string logits = "last";
@@ -88,6 +90,7 @@ Status run_export(const ExportArgs& args) {
   request.checkpoint = args.checkpoint;
   request.output = args.output;
   request.prefill_step = args.prefill_step;
+  request.extra_prefill_steps = args.extra_prefill_steps;
   request.max_context = args.max_context;
   request.logits = args.logits;
   request.tokenizer = args.tokenizer;
@@ -111,8 +114,10 @@ Status run_export(const ExportArgs& args) {
     fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);
     fmt::print(stderr, "  weights {} ({} constants, {:.1f} MiB), context {}\n", args.dtype, report.constants,
                static_cast<double>(report.constant_bytes) / (1 << 20), report.max_context);
+    size_t width = 8;
+    for (const auto& method : report.methods) width = std::max(width, method.name.size() + 1);
     for (const auto& method : report.methods) {
-      fmt::print(stderr, "  method {:8} T={:<4} {} instructions, arena {:.1f} KiB\n", method.name, method.step,
+      fmt::print(stderr, "  method {:{}} T={:<4} {} instructions, arena {:.1f} KiB\n", method.name, width, method.step,
                  method.instructions, static_cast<double>(method.arena_bytes) / 1024);
       std::vector<std::string> transforms;
       for (const auto& step : method.pipeline.executed)
@@ -158,6 +163,11 @@ void add_export_command(CLI::App& app) {
   command->add_option("--prefill-step", args.prefill_step, "Tokens per prefill call")
       ->check(integer_in(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  command->add_option("--extra-prefill-steps", args.extra_prefill_steps,
+                      "More prefill methods, one per step (e.g. 512): each full chunk of a prompt runs through the "
+                      "largest step that fits")
+      ->delimiter(',')
+      ->check(integer_in(2, std::numeric_limits<int64_t>::max()));
   command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)")
       ->check(integer_in(1, std::numeric_limits<int64_t>::max()));
   command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16, bf16 or q8")->capture_default_str();

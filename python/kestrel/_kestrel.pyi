@@ -34,6 +34,7 @@ def export(
     tokenizer: Optional[_Path] = None,
     logits: str = "last",
     progress: Optional[Callable[[str], None]] = None,
+    extra_prefill_steps: Sequence[int] = (),
 ) -> dict[str, Any]: ...
 def create_default_model(directory: _Path, seed: int = ...) -> None: ...
 

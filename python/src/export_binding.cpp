@@ -116,7 +116,7 @@ py::dict export_program(const std::filesystem::path& checkpoint, const std::file
                         const std::optional<std::string>& backend, const std::optional<py::dict>& options,
                         const std::string& dtype, std::optional<int64_t> max_context, int64_t prefill_step,
                         const std::optional<std::filesystem::path>& tokenizer, const std::string& logits,
-                        const std::optional<py::function>& progress) {
+                        const std::optional<py::function>& progress, const std::vector<int64_t>& extra_prefill_steps) {
   api::ExportRequest request;
   if (backend) request.backend = unwrap(api::find_exporter_backend(*backend));
   if (options && !options->empty()) {
@@ -133,6 +133,7 @@ py::dict export_program(const std::filesystem::path& checkpoint, const std::file
   request.output = output.string();
   request.max_context = max_context.value_or(0);
   request.prefill_step = prefill_step;
+  request.extra_prefill_steps = extra_prefill_steps;
   request.logits = logits;
   request.tokenizer = tokenizer ? tokenizer->string() : "";
   std::optional<py::error_already_set> progress_error;
@@ -162,7 +163,7 @@ void register_export(py::module_& module) {
   module.def("export", &export_program, py::arg("checkpoint"), py::arg("output"), py::arg("backend") = py::none(),
              py::arg("options") = py::none(), py::arg("dtype") = "f32", py::arg("max_context") = py::none(),
              py::arg("prefill_step") = 32, py::arg("tokenizer") = py::none(), py::arg("logits") = "last",
-             py::arg("progress") = py::none(),
+             py::arg("progress") = py::none(), py::arg("extra_prefill_steps") = std::vector<int64_t>{},
              R"(Exports a checkpoint to a program file, as `kestrel export` does.
 
 checkpoint: a Hugging Face model directory (config.json, safetensors, tokenizer.json) or a
@@ -178,6 +179,8 @@ max_context: KV cache length; None uses the checkpoint's, at most 1024.
 prefill_step: tokens per prefill call.
 logits: "last" (the prefill method returns the last position's logits) or "all".
 progress: called with one line of text per export stage.
+extra_prefill_steps: more prefill methods, one per step (e.g. [512]); the runner sends each full
+    chunk of a prompt through the largest step that fits.
 
 Returns a report: output path, max_context, constants and their bytes, and per method its step,
 instruction count, arena bytes and partitions. Errors raise a kestrel.Error subclass with the

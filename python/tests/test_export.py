@@ -47,6 +47,21 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(read(ours), read(cli))
 
+    def test_extra_prefill_steps_add_buckets_as_the_cli_does(self):
+        ours = fixture.path("buckets-python.kst")
+        cli = fixture.path("buckets-cli.kst")
+        report = kestrel.export(fixture.checkpoint, ours, max_context=64, prefill_step=8, extra_prefill_steps=[32, 16])
+        self.assertEqual([(m["name"], m["step"]) for m in report["methods"]],
+                         [("prefill", 8), ("prefill_16", 16), ("prefill_32", 32), ("decode", 1)])
+        self.assertEqual(kestrel.Program(ours).metadata["prefill_steps"], [8, 16, 32])
+        code, _, err = run_cli("export", fixture.checkpoint, "-o", cli, "--max-context", "64", "--prefill-step", "8",
+                               "--extra-prefill-steps", "32,16", "-q")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(read(ours), read(cli))
+        with self.assertRaises(ValueError) as caught:
+            kestrel.export(fixture.checkpoint, fixture.path("x.kst"), max_context=64, extra_prefill_steps=[128])
+        self.assertIn("extra prefill step 128", str(caught.exception))
+
     def test_backend_options_from_a_dict_match_the_cli(self):
         ours = fixture.path("qnn-python.kst")
         cli = fixture.path("qnn-cli.kst")

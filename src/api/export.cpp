@@ -28,6 +28,7 @@ Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {
 
   exporter::ExportOptions options;
   options.prefill_step = request.prefill_step;
+  options.extra_prefill_steps = request.extra_prefill_steps;
   options.max_context = request.max_context;
   options.logits = request.logits;
   options.dtype = request.dtype;

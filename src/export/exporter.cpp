@@ -111,6 +111,19 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   if (options.prefill_step > max_context)
     return make_error(ErrorCode::kInvalidArgument, "prefill step ({}) exceeds max context ({})", options.prefill_step,
                       max_context);
+  std::vector<std::pair<std::string, int64_t>> method_steps{{"prefill", options.prefill_step}};
+  std::vector<int64_t> extra_steps = options.extra_prefill_steps;
+  std::sort(extra_steps.begin(), extra_steps.end());
+  for (int64_t step : extra_steps) {
+    if (step < 2 || step > max_context)
+      return make_error(ErrorCode::kInvalidArgument, "extra prefill step {} is outside [2, max context = {}]", step,
+                        max_context);
+    const bool repeated = std::any_of(method_steps.begin(), method_steps.end(),
+                                      [&](const auto& method) { return method.second == step; });
+    if (repeated) return make_error(ErrorCode::kInvalidArgument, "prefill step {} is given twice", step);
+    method_steps.emplace_back(fmt::format("prefill_{}", step), step);
+  }
+  method_steps.emplace_back("decode", 1);
   if (config.max_position_embeddings > 0 && max_context > config.max_position_embeddings)
     return make_error(ErrorCode::kInvalidArgument,
                       "max context ({}) exceeds the model's max_position_embeddings ({})", max_context,
@@ -119,8 +132,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   WeightCache weights(checkpoint, options.dtype);
   ConstantTable constants;
   std::vector<PlannedMethod> methods;
-  for (const auto& [name, step] : {std::pair<std::string, int64_t>{"prefill", options.prefill_step},
-                                   std::pair<std::string, int64_t>{"decode", 1}}) {
+  for (const auto& [name, step] : method_steps) {
     progress(fmt::format("building '{}' (T={}, context {})", name, step, max_context));
     DecoderOptions decoder{step, max_context, options.dtype, options.logits};
     auto graph = build_decoder_graph(weights, decoder);
@@ -169,6 +181,16 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   meta[keys::kPrefillMethod] = std::string("prefill");
   meta[keys::kDecodeMethod] = std::string("decode");
   meta[keys::kPrefillStep] = options.prefill_step;
+  if (!options.extra_prefill_steps.empty()) {
+    std::vector<int64_t> steps;
+    for (const auto& [name, step] : method_steps) {
+      if (step == 1 && name == "decode") continue;
+      steps.push_back(step);
+      if (name != "prefill") meta[keys::kPrefillMethodPrefix + std::to_string(step)] = name;
+    }
+    std::sort(steps.begin(), steps.end());
+    meta[keys::kPrefillSteps] = steps;
+  }
   meta[keys::kMaxContext] = max_context;
   meta[keys::kVocabSize] = config.vocab_size;
   meta[keys::kNumLayers] = config.num_layers;

@@ -47,18 +47,19 @@ Status expect_tensor(const runtime::Method& method, const runtime::TensorInfo& i
 // program can claim anything); whether they fit in memory is the allocator's answer.
 Status check_buffer_sizes(const HfStaticConfig& c) {
   int64_t cache = 4, caches = 0, logits = 4;
+  const int64_t step = c.prefill_methods.empty() ? c.prefill_step : c.prefill_methods.back().step;
   const bool overflow = __builtin_mul_overflow(cache, c.n_kv_heads, &cache) ||
                         __builtin_mul_overflow(cache, c.max_context, &cache) ||
                         __builtin_mul_overflow(cache, c.head_dim, &cache) ||
                         __builtin_mul_overflow(cache, c.n_layers, &caches) ||
                         __builtin_mul_overflow(caches, 2, &caches) ||
                         __builtin_mul_overflow(logits, c.vocab_size, &logits) ||
-                        __builtin_mul_overflow(logits, c.prefill_step, &logits);
+                        __builtin_mul_overflow(logits, step, &logits);
   if (overflow)
     return make_error(ErrorCode::kInvalidArgument,
                       "hf_static v1: metadata n_layers={} n_kv_heads={} max_context={} head_dim={} vocab_size={} "
                       "prefill_step={} describe buffers larger than a 64-bit byte count",
-                      c.n_layers, c.n_kv_heads, c.max_context, c.head_dim, c.vocab_size, c.prefill_step);
+                      c.n_layers, c.n_kv_heads, c.max_context, c.head_dim, c.vocab_size, step);
   return ok_status();
 }
 
@@ -76,6 +77,42 @@ Status check_logits_finite(const runtime::Method& method, const float* logits, i
                         "(the call over positions [{}, {}))",
                         method.name(), value, i, position, first, first + step);
     }
+  return ok_status();
+}
+
+// The prefill methods by increasing step: prefill_method alone, or every step of the optional
+// prefill_steps list with its method (prefill_method for prefill_step, "prefill_method.S" for
+// the others). Called once the single-method fields are read.
+Status read_prefill_methods(const program::Metadata& metadata, HfStaticConfig& config) {
+  config.prefill_methods = {PrefillMethod{config.prefill_method, config.prefill_step}};
+  if (metadata.count(keys::kPrefillSteps) == 0) return ok_status();
+  KESTREL_ASSIGN_OR_RETURN(const std::vector<int64_t> steps,
+                           read<std::vector<int64_t>>(metadata, keys::kPrefillSteps, "an integer list"));
+  config.prefill_methods.clear();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int64_t step = steps[i];
+    if (step < 1 || step > config.max_context)
+      return field_error(keys::kPrefillSteps,
+                         fmt::format("contains {}, outside [1, max_context = {}]", step, config.max_context));
+    if (i > 0 && step <= steps[i - 1])
+      return field_error(keys::kPrefillSteps,
+                         fmt::format("must be strictly increasing ({} follows {})", step, steps[i - 1]));
+    if (step == config.prefill_step) {
+      config.prefill_methods.push_back(PrefillMethod{config.prefill_method, step});
+      continue;
+    }
+    const std::string key = keys::kPrefillMethodPrefix + std::to_string(step);
+    KESTREL_ASSIGN_OR_RETURN(std::string name, read<std::string>(metadata, key.c_str(), "a string"));
+    const bool taken = name == config.decode_method || name == config.prefill_method ||
+                       std::any_of(config.prefill_methods.begin(), config.prefill_methods.end(),
+                                   [&](const PrefillMethod& m) { return m.name == name; });
+    if (taken) return field_error(key.c_str(), fmt::format("names '{}', the method of another step", name));
+    config.prefill_methods.push_back(PrefillMethod{std::move(name), step});
+  }
+  const bool listed = std::any_of(config.prefill_methods.begin(), config.prefill_methods.end(),
+                                  [&](const PrefillMethod& m) { return m.step == config.prefill_step; });
+  if (!listed)
+    return field_error(keys::kPrefillSteps, fmt::format("does not list prefill_step ({})", config.prefill_step));
   return ok_status();
 }
 
@@ -119,6 +156,7 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
                                                          keys::kCacheUpdateRunner, keys::kCacheUpdateInPlace));
     config.cache_updated_in_place = update == keys::kCacheUpdateInPlace;
   }
+  KESTREL_RETURN_IF_ERROR(read_prefill_methods(metadata, config));
   KESTREL_RETURN_IF_ERROR(check_buffer_sizes(config));
   return config;
 }
@@ -165,7 +203,11 @@ Status HfStaticIOManager::load(std::shared_ptr<const runtime::Program> program,
       KESTREL_ASSIGN_OR_RETURN(void* buffer, buffers_->allocate(cache_info));
       caches_.push_back(static_cast<float*>(buffer));
     }
-  KESTREL_ASSIGN_OR_RETURN(prefill_, prepare(config_.prefill_method, config_.prefill_step));
+  prefills_.clear();
+  for (const PrefillMethod& prefill : config_.prefill_methods) {
+    KESTREL_ASSIGN_OR_RETURN(MethodIo io, prepare(prefill.name, prefill.step));
+    prefills_.push_back(std::move(io));
+  }
   KESTREL_ASSIGN_OR_RETURN(decode_, prepare(config_.decode_method, 1));
   history_.clear();
   history_.reserve(static_cast<size_t>(config_.max_context));  // forward() never allocates
@@ -219,13 +261,25 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
           copied += static_cast<int64_t>(row_bytes);
         }
   }
-  (&io == &prefill_ ? prefill_bytes_copied_ : decode_bytes_copied_) += copied;
+  io.bytes_copied += copied;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  int64_t& calls = &io == &prefill_ ? prefill_calls_ : decode_calls_;
-  double& mean = &io == &prefill_ ? prefill_seconds_ : decode_seconds_;
-  ++calls;
-  mean += (seconds - mean) / static_cast<double>(std::min<int64_t>(calls, 16));
+  ++io.calls;
+  io.seconds += (seconds - io.seconds) / static_cast<double>(std::min<int64_t>(io.calls, 16));
   return ok_status();
+}
+
+bool HfStaticIOManager::overlap_is_cheaper(int64_t tail) const {
+  if (decode_.calls == 0) return false;
+  const MethodIo& smallest = prefills_.front();
+  double seconds = smallest.seconds;
+  if (smallest.calls == 0) {
+    // Not timed yet (the prompt so far went through larger buckets): scale the largest timed
+    // bucket by its step, which overestimates a smaller call's share of fixed costs only mildly.
+    auto timed = std::find_if(prefills_.rbegin(), prefills_.rend(), [](const MethodIo& io) { return io.calls > 0; });
+    if (timed == prefills_.rend()) return false;
+    seconds = timed->seconds * static_cast<double>(smallest.step) / static_cast<double>(timed->step);
+  }
+  return seconds < static_cast<double>(tail) * decode_.seconds;
 }
 
 Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_t> tokens, int64_t start) {
@@ -241,24 +295,29 @@ Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_
   history_.resize(start);
   history_.insert(history_.end(), tokens.begin(), tokens.end());
 
-  const int64_t T = config_.prefill_step;
   int64_t position = start;
   const float* last_logits = nullptr;
   auto last_row = [](const MethodIo& io, int64_t vocab) { return io.logits + (io.logit_rows - 1) * vocab; };
-  while (start + n - position >= T && T > 1) {
-    KESTREL_RETURN_IF_ERROR(run(prefill_, position));
-    position += T;
-    last_logits = last_row(prefill_, config_.vocab_size);
+  // Full chunks, each through the largest prefill step that fits what is left (a step of 1 is
+  // left to the decode method).
+  for (;;) {
+    const int64_t left = start + n - position;
+    auto fits = std::find_if(prefills_.rbegin(), prefills_.rend(),
+                             [&](const MethodIo& io) { return io.step <= left && io.step > 1; });
+    if (fits == prefills_.rend()) break;
+    KESTREL_RETURN_IF_ERROR(run(*fits, position));
+    position += fits->step;
+    last_logits = last_row(*fits, config_.vocab_size);
   }
-  const int64_t tail = start + n - position;
+  MethodIo& smallest = prefills_.front();
+  const int64_t T = smallest.step, tail = start + n - position;
   const bool overlap = tail > 1 && tail_policy_ == TailPolicy::kOverlap && T > 1 && start + n >= T &&
-                       prefill_calls_ > 0 && decode_calls_ > 0 &&
-                       prefill_seconds_ < static_cast<double>(tail) * decode_seconds_;
+                       overlap_is_cheaper(tail);
   if (overlap) {
     // Recomputing positions already in the cache gives the same slices, so this is exact.
-    KESTREL_RETURN_IF_ERROR(run(prefill_, start + n - T));
+    KESTREL_RETURN_IF_ERROR(run(smallest, start + n - T));
     position = start + n;
-    last_logits = last_row(prefill_, config_.vocab_size);
+    last_logits = last_row(smallest, config_.vocab_size);
   }
   for (; position < start + n; ++position) {
     KESTREL_RETURN_IF_ERROR(run(decode_, position));
@@ -267,14 +326,29 @@ Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_
   return std::span<const float>(last_logits, static_cast<size_t>(config_.vocab_size));
 }
 
+int64_t HfStaticIOManager::prefill_calls() const {
+  int64_t calls = 0;
+  for (const MethodIo& io : prefills_) calls += io.calls;
+  return calls;
+}
+
+int64_t HfStaticIOManager::prefill_calls(int64_t step) const {
+  for (const MethodIo& io : prefills_)
+    if (io.step == step) return io.calls;
+  return 0;
+}
+
 IoStats HfStaticIOManager::io_stats() const {
-  return IoStats{prefill_calls_, decode_calls_, prefill_bytes_copied_, decode_bytes_copied_};
+  int64_t prefill_bytes = 0;
+  for (const MethodIo& io : prefills_) prefill_bytes += io.bytes_copied;
+  return IoStats{prefill_calls(), decode_.calls, prefill_bytes, decode_.bytes_copied};
 }
 
 std::vector<runtime::Method*> HfStaticIOManager::methods() {
   std::vector<runtime::Method*> loaded;
-  for (MethodIo* io : {&prefill_, &decode_})
-    if (io->method) loaded.push_back(io->method.get());
+  for (MethodIo& io : prefills_)
+    if (io.method) loaded.push_back(io.method.get());
+  if (decode_.method) loaded.push_back(decode_.method.get());
   return loaded;
 }
 

@@ -122,6 +122,31 @@ TEST_F(Cli, ExportErrorsNameTheProblem) {
   EXPECT_NE(out.err.find("--prefill-step"), std::string::npos) << out.err;
 }
 
+// Prefill buckets from the command line: the program lists them, and generates what the
+// single-step program generates.
+TEST_F(Cli, ExtraPrefillStepsAddBuckets) {
+  auto exported = run({"export", path("model"), "-o", path("buckets.kst"), "--prefill-step", "8", "--max-context",
+                       "128", "--extra-prefill-steps", "32,16"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.err.find("method prefill_16  T=16"), std::string::npos) << exported.err;
+  EXPECT_NE(exported.err.find("method prefill_32  T=32"), std::string::npos) << exported.err;
+  auto inspect = run({"inspect", path("buckets.kst")});
+  ASSERT_EQ(inspect.exit_code, 0);
+  EXPECT_NE(inspect.out.find("prefill_steps = [8, 16, 32]"), std::string::npos) << inspect.out;
+  const std::string prompt = "The bird sang of rain over the hills, and the river ran cold under the old stone bridge";
+  auto want = run({"run", path("model.kst"), "-p", prompt, "-n", "8", "--temperature", "0", "--json"});
+  auto got = run({"run", path("buckets.kst"), "-p", prompt, "-n", "8", "--temperature", "0", "--json"});
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_EQ(nlohmann::json::parse(got.out)["text"], nlohmann::json::parse(want.out)["text"]);
+  auto bad = run({"export", path("model"), "-o", path("x.kst"), "--extra-prefill-steps", "16,1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--extra-prefill-steps"), std::string::npos) << bad.err;
+  bad = run({"export", path("model"), "-o", path("x.kst"), "--max-context", "64", "--extra-prefill-steps", "128"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("extra prefill step 128 is outside [2, max context = 64]"), std::string::npos) << bad.err;
+}
+
 TEST_F(Cli, QnnOptionsAreListedAndApplied) {
   auto list = run({"export", "--backend", "qnn", "--list-options"});
   ASSERT_EQ(list.exit_code, 0) << list.err;

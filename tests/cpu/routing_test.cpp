@@ -92,6 +92,62 @@ TEST(Routing, LogitsAreBitIdenticalInPrefillChunksDecodeStepsAndOverlappingTails
   }
 }
 
+// Prefill buckets (steps 3 and 8 besides 5): every prompt length takes its own mix of methods,
+// largest step first, and still gets the bits of the one-token-at-a-time route.
+TEST(Routing, PrefillBucketsGiveTheBitsOfDecodeSteps) {
+  for (DType dtype : {DType::kF32, DType::kQ8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto program = export_small_model(dtype, kStep, kContext, {8, 3});
+    ASSERT_NE(program, nullptr);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads");
+      auto io = load_io(program, registry(threads, best_supported_isa()));
+      ASSERT_NE(io, nullptr);
+      ASSERT_EQ(io->config().prefill_methods.size(), 3u);
+      io->set_tail_policy(llm::TailPolicy::kDecode);
+      const auto reference = decode_route(*io);
+      ASSERT_EQ(reference.size(), kPrompt.size());
+      for (int64_t n = 1; n <= static_cast<int64_t>(kPrompt.size()); ++n) {
+        SCOPED_TRACE(::testing::Message() << "prompt of " << n);
+        io->reset();
+        auto chunked = io->forward(std::span<const int64_t>(kPrompt.data(), n), 0);
+        ASSERT_TRUE(chunked.ok()) << chunked.error().to_string();
+        EXPECT_TRUE(same_bits(copy(*chunked), reference[n - 1]));
+      }
+      // The overlapping tail runs the smallest bucket (timed or estimated from a larger one).
+      io->set_tail_policy(llm::TailPolicy::kOverlap);
+      for (int64_t n : {10, 14}) {
+        io->reset();
+        auto overlapped = io->forward(std::span<const int64_t>(kPrompt.data(), n), 0);
+        ASSERT_TRUE(overlapped.ok());
+        EXPECT_TRUE(same_bits(copy(*overlapped), reference[n - 1])) << "prompt of " << n;
+      }
+    }
+  }
+}
+
+// Which method each chunk takes: the largest step that fits what is left of the prompt.
+TEST(Routing, PrefillBucketsTakeTheLargestStepThatFits) {
+  const auto program = export_small_model(DType::kF32, kStep, kContext, {8, 3});
+  ASSERT_NE(program, nullptr);
+  struct Route {
+    int64_t n, by8, by5, by3, decoded;
+  };
+  for (const Route& route : {Route{14, 1, 1, 0, 1}, Route{13, 1, 1, 0, 0}, Route{12, 1, 0, 1, 1},
+                             Route{7, 0, 1, 0, 2}, Route{2, 0, 0, 0, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "prompt of " << route.n);
+    auto io = load_io(program, registry(1, best_supported_isa()));
+    ASSERT_NE(io, nullptr);
+    io->set_tail_policy(llm::TailPolicy::kDecode);
+    ASSERT_TRUE(io->forward(std::span<const int64_t>(kPrompt.data(), route.n), 0).ok());
+    EXPECT_EQ(io->prefill_calls(8), route.by8);
+    EXPECT_EQ(io->prefill_calls(5), route.by5);
+    EXPECT_EQ(io->prefill_calls(3), route.by3);
+    EXPECT_EQ(io->prefill_calls(), route.by8 + route.by5 + route.by3);
+    EXPECT_EQ(io->decode_calls(), route.decoded);
+  }
+}
+
 TEST(Routing, OptimizedLogitsMatchThePortableKernels) {
   // The same program on the portable kernels (the oracle): close, not bitwise.
   for (DType dtype : {DType::kF32, DType::kQ8}) {

@@ -142,6 +142,98 @@ INSTANTIATE_TEST_SUITE_P(
                     "'tokenizer_format' = 'sentencepiece'"}),
     [](const auto& info) { return info.param.name; });
 
+// ---- prefill buckets ----
+
+const program::ProgramSpec& bucket_spec() {
+  static const program::ProgramSpec spec = [] {
+    auto options = small_export(4, 48);
+    options.extra_prefill_steps = {8};
+    return export_fixture(small_fixture(), options);
+  }();
+  return spec;
+}
+
+TEST(HfStaticBuckets, ExporterDeclaresEveryStepAndItsMethod) {
+  const auto& meta = bucket_spec().metadata;
+  ASSERT_TRUE(meta.count(keys::kPrefillSteps));
+  EXPECT_EQ(std::get<std::vector<int64_t>>(meta.at(keys::kPrefillSteps)), (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(std::get<std::string>(meta.at("prefill_method.8")), "prefill_8");
+  EXPECT_EQ(std::get<std::string>(meta.at(keys::kPrefillMethod)), "prefill");
+  EXPECT_EQ(std::get<int64_t>(meta.at(keys::kPrefillStep)), 4);
+  // Without extra steps nothing new is written: older runners read the program as before.
+  EXPECT_EQ(base_spec().metadata.count(keys::kPrefillSteps), 0u);
+  auto runner = runner_for(bucket_spec());
+  ASSERT_TRUE(runner.ok()) << runner.error().to_string();
+  const auto& config = dynamic_cast<llm::HfStaticIOManager&>((*runner)->io_manager()).config();
+  ASSERT_EQ(config.prefill_methods.size(), 2u);
+  EXPECT_EQ(config.prefill_methods[1].name, "prefill_8");
+  EXPECT_EQ(config.prefill_methods[1].step, 8);
+}
+
+TEST(HfStaticBuckets, GreedyTokensMatchTheSingleStepProgram) {
+  auto single = runner_for(base_spec());
+  auto buckets = runner_for(bucket_spec());
+  ASSERT_TRUE(single.ok() && buckets.ok());
+  const std::vector<int64_t> prompt{1, 17, 42, 5, 88, 23, 64, 9, 31, 77, 50, 12, 3};
+  auto want = (*single)->generate_ids(prompt, greedy_tokens(6));
+  auto got = (*buckets)->generate_ids(prompt, greedy_tokens(6));
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(got->token_ids, want->token_ids);
+  auto& io = dynamic_cast<llm::HfStaticIOManager&>((*buckets)->io_manager());
+  EXPECT_EQ(io.prefill_calls(8), 1);  // 13 prompt tokens: one chunk of 8, then the step of 4
+}
+
+TEST(HfStaticBuckets, InvalidBucketsAreRejectedNamingTheKey) {
+  const InvalidCase cases[] = {
+      {"steps_not_list", keys::kPrefillSteps, int64_t{8}, "'prefill_steps' must be an integer list"},
+      {"steps_decreasing", keys::kPrefillSteps, std::vector<int64_t>{8, 4}, "strictly increasing (4 follows 8)"},
+      {"steps_repeated", keys::kPrefillSteps, std::vector<int64_t>{4, 4}, "strictly increasing"},
+      {"steps_without_prefill_step", keys::kPrefillSteps, std::vector<int64_t>{8}, "does not list prefill_step (4)"},
+      {"step_over_context", keys::kPrefillSteps, std::vector<int64_t>{4, 64}, "contains 64, outside [1, max_context = 48]"},
+      {"step_zero", keys::kPrefillSteps, std::vector<int64_t>{0, 4}, "contains 0"},
+      {"method_missing", "prefill_method.8", int64_t{0}, "'prefill_method.8' is missing", true},
+      {"method_not_string", "prefill_method.8", int64_t{8}, "'prefill_method.8' must be a string"},
+      {"method_is_decode", "prefill_method.8", std::string("decode"), "names 'decode', the method of another step"},
+      {"method_is_prefill", "prefill_method.8", std::string("prefill"), "names 'prefill'"},
+      {"method_absent", "prefill_method.8", std::string("prefill_9"), "no method 'prefill_9'"},
+  };
+  for (const InvalidCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto spec = bucket_spec();
+    if (c.erase)
+      spec.metadata.erase(c.key);
+    else
+      spec.metadata[c.key] = c.value;
+    auto runner = runner_for(spec);
+    ASSERT_FALSE(runner.ok());
+    EXPECT_NE(runner.error().message().find(c.expected), std::string::npos) << runner.error().message();
+  }
+  // A bucket whose method has another step's shapes: the I/O check names the method.
+  auto spec = bucket_spec();
+  spec.metadata[keys::kPrefillSteps] = std::vector<int64_t>{4, 12};
+  spec.metadata["prefill_method.12"] = std::string("prefill_8");
+  auto runner = runner_for(spec);
+  ASSERT_FALSE(runner.ok());
+  EXPECT_NE(runner.error().message().find("method 'prefill_8' input 0 (tokens)"), std::string::npos)
+      << runner.error().message();
+}
+
+TEST(HfStaticBuckets, ExporterRejectsBadExtraSteps) {
+  struct Bad {
+    std::vector<int64_t> steps;
+    std::string expected;
+  };
+  for (const Bad& bad : {Bad{{1}, "extra prefill step 1 is outside [2, max context = 48]"},
+                         Bad{{64}, "extra prefill step 64 is outside"}, Bad{{4}, "prefill step 4 is given twice"},
+                         Bad{{8, 8}, "prefill step 8 is given twice"}}) {
+    auto options = small_export(4, 48);
+    options.extra_prefill_steps = bad.steps;
+    auto spec = try_export_fixture(small_fixture(), options);
+    ASSERT_FALSE(spec.ok());
+    EXPECT_NE(spec.error().message().find(bad.expected), std::string::npos) << spec.error().message();
+  }
+}
+
 // ---- the allocator hook ----
 
 class RecordingAllocator : public runtime::BufferAllocator {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "kestrel/core/error_helpers.h"
 #include "kestrel/export/checkpoint.h"
 
 namespace kestrel::testing {
@@ -53,6 +54,14 @@ program::ProgramSpec export_fixture(const fixtures::FixtureConfig& config, const
   EXPECT_TRUE(spec.ok()) << spec.error().to_string();
   if (!spec.ok()) return {};
   return std::move(spec).value();  // owns its bytes: the checkpoint files may go
+}
+
+Result<program::ProgramSpec> try_export_fixture(const fixtures::FixtureConfig& config,
+                                                const exporter::ExportOptions& options) {
+  TempDir dir;
+  KESTREL_RETURN_IF_ERROR(fixtures::write_hf_checkpoint(dir.file("model"), config));
+  KESTREL_ASSIGN_OR_RETURN(auto checkpoint, exporter::load_checkpoint(dir.file("model")));
+  return exporter::export_program(checkpoint, options);
 }
 
 std::shared_ptr<runtime::Program> load_spec(const program::ProgramSpec& spec,

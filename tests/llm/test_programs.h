@@ -62,6 +62,9 @@ inline llm::GenerationConfig greedy_tokens(int64_t n) {
 // Writes the fixture (HF format unless `llama2c`), exports it and returns the program spec.
 program::ProgramSpec export_fixture(const fixtures::FixtureConfig& config, const exporter::ExportOptions& options,
                                     bool llama2c = false, const std::string& tokenizer_json = "");
+// The HF fixture exported with `options`, or the export's error.
+Result<program::ProgramSpec> try_export_fixture(const fixtures::FixtureConfig& config,
+                                                const exporter::ExportOptions& options);
 // Serializes, verifies and loads a spec with the portable kernels.
 std::shared_ptr<runtime::Program> load_spec(const program::ProgramSpec& spec,
                                             std::shared_ptr<const runtime::BackendRegistry> backends = nullptr);

@@ -22,6 +22,7 @@ struct ExportRequest {
   std::shared_ptr<const exporter::BackendExporter> backend;
   exporter::OptionMap backend_options;
   int64_t prefill_step = 32;
+  std::vector<int64_t> extra_prefill_steps;  // more prefill methods, one per step (buckets)
   int64_t max_context = 0;  // 0: the checkpoint's, capped at 1024
   DType dtype = DType::kF32;
   std::string logits = "last";

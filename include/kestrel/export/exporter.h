@@ -16,6 +16,9 @@ namespace kestrel::exporter {
 
 struct ExportOptions {
   int64_t prefill_step = 32;
+  // More prefill methods ("prefill_S", one per step S): a runner sends each full chunk of a
+  // prompt through the largest step that fits (docs/hf_static-v1.md, "Prefill buckets").
+  std::vector<int64_t> extra_prefill_steps;
   int64_t max_context = 0;  // 0: the checkpoint's max_position_embeddings, capped at 1024
   DType dtype = DType::kF32;
   std::string logits = "last";

@@ -12,10 +12,19 @@
 
 namespace kestrel::llm {
 
+// A prefill method and the tokens it processes per call.
+struct PrefillMethod {
+  std::string name;
+  int64_t step = 0;
+};
+
 struct HfStaticConfig {
   std::string prefill_method;
   std::string decode_method;
   int64_t prefill_step = 0;
+  // Every prefill method, by increasing step: prefill_method alone, or the buckets listed by
+  // the optional prefill_steps key (each step's method named by "prefill_method.S").
+  std::vector<PrefillMethod> prefill_methods;
   int64_t max_context = 0;
   int64_t vocab_size = 0;
   int64_t n_layers = 0;
@@ -36,11 +45,12 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
 // checked: I/O binds by index (docs/hf_static-v1.md); the names appear in the messages.
 Status validate_hf_static_method(const runtime::Method& method, const HfStaticConfig& config, int64_t step);
 
-// How the prompt tail (fewer tokens than a prefill step) is run.
+// How the prompt tail (fewer tokens than the smallest prefill step) is run.
 enum class TailPolicy {
   kDecode,   // one decode call per token
-  kOverlap,  // one prefill call over the last `prefill_step` positions, recomputing the earlier
-             // ones (identical results), when it is measured to be cheaper than the decode calls
+  kOverlap,  // one call of the smallest prefill method over the last positions, recomputing the
+             // earlier ones (identical results), when it is measured to be cheaper than the
+             // decode calls
 };
 
 class HfStaticIOManager final : public IOManager {
@@ -53,9 +63,10 @@ class HfStaticIOManager final : public IOManager {
 
   const HfStaticConfig& config() const { return config_; }
   void set_tail_policy(TailPolicy policy) { tail_policy_ = policy; }
-  // Calls made so far, for tests and stats.
-  int64_t prefill_calls() const { return prefill_calls_; }
-  int64_t decode_calls() const { return decode_calls_; }
+  // Calls made so far, for tests and stats (prefill: every prefill method, or the one of `step`).
+  int64_t prefill_calls() const;
+  int64_t prefill_calls(int64_t step) const;
+  int64_t decode_calls() const { return decode_.calls; }
   IoStats io_stats() const override;
   std::vector<runtime::Method*> methods() override;
   const IoBuffers& buffers() const { return *buffers_; }
@@ -69,22 +80,25 @@ class HfStaticIOManager final : public IOManager {
     float* logits = nullptr;
     int64_t logit_rows = 0;
     std::vector<float*> new_kv;  // per layer: k, v  [1, n_kv_heads, step, head_dim]
+    int64_t calls = 0;
+    double seconds = 0;        // running mean per call
+    int64_t bytes_copied = 0;  // into the caches, counted as copied
   };
   Result<MethodIo> prepare(const std::string& name, int64_t step);
   // Runs one call on `io` over positions [first, first + io.step) and writes the new cache slices.
   Status run(MethodIo& io, int64_t first);
+  // Whether one call of the smallest prefill method is expected to beat `tail` decode calls.
+  bool overlap_is_cheaper(int64_t tail) const;
 
   std::shared_ptr<const runtime::Program> program_;
   std::unique_ptr<IoBuffers> buffers_;  // declared after program_: freed before it
   HfStaticConfig config_;
   ModelInfo info_;
   std::vector<float*> caches_;  // per layer: k, v  [1, n_kv_heads, max_context, head_dim]
-  MethodIo prefill_, decode_;
+  std::vector<MethodIo> prefills_;  // by increasing step, as config_.prefill_methods
+  MethodIo decode_;
   std::vector<int64_t> history_;  // token at each filled position
   TailPolicy tail_policy_ = TailPolicy::kOverlap;
-  double prefill_seconds_ = 0, decode_seconds_ = 0;  // running means per call
-  int64_t prefill_calls_ = 0, decode_calls_ = 0;
-  int64_t prefill_bytes_copied_ = 0, decode_bytes_copied_ = 0;  // into the caches, counted as copied
 };
 
 }  // namespace kestrel::llm

@@ -14,6 +14,10 @@ inline constexpr int kVersion = 1;
 inline constexpr const char* kPrefillMethod = "prefill_method";
 inline constexpr const char* kDecodeMethod = "decode_method";
 inline constexpr const char* kPrefillStep = "prefill_step";
+// Optional prefill buckets: every prefill step the program holds (increasing, prefill_step
+// among them); the method of each step other than prefill_step is named by "prefill_method.S".
+inline constexpr const char* kPrefillSteps = "prefill_steps";
+inline constexpr const char* kPrefillMethodPrefix = "prefill_method.";
 inline constexpr const char* kMaxContext = "max_context";
 inline constexpr const char* kVocabSize = "vocab_size";
 inline constexpr const char* kNumLayers = "n_layers";
