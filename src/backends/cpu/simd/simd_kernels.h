@@ -54,8 +54,9 @@ struct SimdKernels {
   void (*linear_panels)(const LinearOperands& op, int64_t p0, int64_t p1);
   // Quantizes `rows` rows of K floats (stride x_stride) for a q8 matrix with padded_k columns:
   // per block of 32, scale = max|x| / 127 and q = round-to-even(x * 127 / max|x|); corr is
-  // -128 * sum(q) (what the stored weight bias adds). Padding is zero. Returns false, leaving
-  // the output unspecified, when a value is not finite.
+  // -128 * sum(q) (what the stored weight bias adds; only written where the int8 product is
+  // biased). Padding is zero. Returns false, leaving the output unspecified, when a value is not
+  // finite.
   bool (*quantize_q8)(const float* x, int64_t rows, int64_t K, int64_t x_stride, int64_t padded_k, int8_t* q,
                       float* scale, int32_t* corr);
   // bf16 dot product sets only: rows of K floats as bf16 pairs (round to nearest even), padded
