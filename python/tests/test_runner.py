@@ -138,6 +138,20 @@ class GenerateTest(unittest.TestCase):
             kestrel.Runner(path, backend_options={"qnm": {"library": "stand-in"}})
         self.assertIn("did you mean 'qnn'", str(caught.exception))
 
+    def test_prefill_buckets_generate_what_one_step_generates(self):
+        prompt = "The little bird sang of the rain over the hills while the river ran cold and slow below"
+        want = self.runner.generate(prompt, max_new_tokens=10, temperature=0).token_ids
+        for backend, run_options in ((None, None), ("qnn", {"qnn": {"library": "stand-in"}})):
+            with self.subTest(backend=backend):
+                path = fixture.path(f"buckets-{backend}.kst")
+                report = kestrel.export(fixture.checkpoint, path, backend=backend, max_context=128, prefill_step=8,
+                                        extra_prefill_steps=[32])
+                self.assertIn("prefill_32", [m["name"] for m in report["methods"]])
+                runner = kestrel.Runner(path, backend_options=run_options)
+                result = runner.generate(prompt, max_new_tokens=10, temperature=0)
+                self.assertGreaterEqual(len(result.prompt_token_ids), 32)
+                self.assertEqual(result.token_ids, want)
+
     def test_close(self):
         with kestrel.Runner(fixture.program) as runner:
             runner.generate("Once", max_new_tokens=2)
