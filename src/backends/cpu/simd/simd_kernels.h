@@ -74,14 +74,15 @@ struct SimdKernels {
 const SimdKernels& simd_kernels(Isa isa);
 
 // Queries an attention task covers (blocks of queries share their key and value loads), and the
-// scratch floats one task needs: a row of scores per (query head, query) plus their sums.
+// scratch floats one task needs: a row of scores per (query head, query), their sums and their
+// running maxima (16 lanes each).
 inline int64_t attention_queries_per_task(int64_t T, int64_t group) {
   return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 16 / group));
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
 inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
   const int64_t rows = attention_queries_per_task(T, group) * group;
-  return static_cast<size_t>(rows * attention_row_stride(C) + rows);
+  return static_cast<size_t>(rows * attention_row_stride(C) + rows + rows * 16);
 }
 
 }  // namespace kestrel::cpu::detail
