@@ -159,37 +159,44 @@ TEST(OptimizedAttentionWindow, RejectsANegativeWindow) {
 TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
   // Decode attends one query; a prefill chunk attends many in blocks. Each query's result must
   // not depend on the block it is in. Slots past a query's position hold garbage (nan), which
-  // must never be read.
-  const int64_t Hq = 4, Hkv = 2, T = 9, C = 48, Dh = 24;
-  std::vector<int64_t> positions;
-  for (int64_t t = 0; t < T; ++t) positions.push_back(30 + t);
-  auto q = Tensor::from_floats(DType::kF32, {1, Hq, T, Dh}, random_floats(Hq * T * Dh, 21, -2, 2));
-  auto kv_values = random_floats(Hkv * C * Dh, 22, -2, 2);
-  for (int64_t h = 0; h < Hkv; ++h)
-    for (int64_t s = 39; s < C; ++s)
-      for (int64_t d = 0; d < Dh; ++d) kv_values[(h * C + s) * Dh + d] = std::numeric_limits<float>::quiet_NaN();
-  auto k = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
-  auto v = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
-  auto pos = Tensor::from_ints({T}, positions);
-  for (int64_t window : {int64_t{0}, int64_t{7}}) {
-    const program::Attrs attrs{{"scale", 0.2}, {"window", window}};
-    for (Isa isa : simd_isas()) {
-      SCOPED_TRACE(::testing::Message() << isa_label(isa) << " window " << window);
-      Tensor block(DType::kF32, q.shape());
-      ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {block.view()}, attrs).ok());
-      const auto all = block.floats(), qs = q.floats();
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<float> one;
-        for (int64_t h = 0; h < Hq; ++h) one.insert(one.end(), qs.begin() + (h * T + t) * Dh, qs.begin() + (h * T + t + 1) * Dh);
-        auto q1 = Tensor::from_floats(DType::kF32, {1, Hq, 1, Dh}, one);
-        auto p1 = Tensor::from_ints({1}, {positions[t]});
-        Tensor alone(DType::kF32, q1.shape());
-        ASSERT_TRUE(run(*registry(1, isa), "attention", {q1.view(), k.view(), v.view(), p1.view()}, {alone.view()}, attrs).ok());
-        const auto a = alone.floats();
-        for (int64_t h = 0; h < Hq; ++h) {
-          ASSERT_EQ(std::memcmp(a.data() + h * Dh, all.data() + (h * T + t) * Dh, Dh * sizeof(float)), 0)
-              << "query " << t << " head " << h;
-          for (int64_t d = 0; d < Dh; ++d) ASSERT_FALSE(std::isnan(a[h * Dh + d]));
+  // must never be read. The shapes include the head sizes with their own one-row code, alone
+  // (one kv head per query head) and grouped.
+  struct Shape {
+    int64_t Hq, Hkv, Dh;
+  };
+  for (const Shape& shape : {Shape{4, 2, 24}, Shape{2, 2, 64}, Shape{1, 1, 128}}) {
+    SCOPED_TRACE(::testing::Message() << "Hq " << shape.Hq << " Hkv " << shape.Hkv << " Dh " << shape.Dh);
+    const int64_t Hq = shape.Hq, Hkv = shape.Hkv, T = 9, C = 48, Dh = shape.Dh;
+    std::vector<int64_t> positions;
+    for (int64_t t = 0; t < T; ++t) positions.push_back(30 + t);
+    auto q = Tensor::from_floats(DType::kF32, {1, Hq, T, Dh}, random_floats(Hq * T * Dh, 21, -2, 2));
+    auto kv_values = random_floats(Hkv * C * Dh, 22, -2, 2);
+    for (int64_t h = 0; h < Hkv; ++h)
+      for (int64_t s = 39; s < C; ++s)
+        for (int64_t d = 0; d < Dh; ++d) kv_values[(h * C + s) * Dh + d] = std::numeric_limits<float>::quiet_NaN();
+    auto k = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
+    auto v = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
+    auto pos = Tensor::from_ints({T}, positions);
+    for (int64_t window : {int64_t{0}, int64_t{7}}) {
+      const program::Attrs attrs{{"scale", 0.2}, {"window", window}};
+      for (Isa isa : simd_isas()) {
+        SCOPED_TRACE(::testing::Message() << isa_label(isa) << " window " << window);
+        Tensor block(DType::kF32, q.shape());
+        ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {block.view()}, attrs).ok());
+        const auto all = block.floats(), qs = q.floats();
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<float> one;
+          for (int64_t h = 0; h < Hq; ++h) one.insert(one.end(), qs.begin() + (h * T + t) * Dh, qs.begin() + (h * T + t + 1) * Dh);
+          auto q1 = Tensor::from_floats(DType::kF32, {1, Hq, 1, Dh}, one);
+          auto p1 = Tensor::from_ints({1}, {positions[t]});
+          Tensor alone(DType::kF32, q1.shape());
+          ASSERT_TRUE(run(*registry(1, isa), "attention", {q1.view(), k.view(), v.view(), p1.view()}, {alone.view()}, attrs).ok());
+          const auto a = alone.floats();
+          for (int64_t h = 0; h < Hq; ++h) {
+            ASSERT_EQ(std::memcmp(a.data() + h * Dh, all.data() + (h * T + t) * Dh, Dh * sizeof(float)), 0)
+                << "query " << t << " head " << h;
+            for (int64_t d = 0; d < Dh; ++d) ASSERT_FALSE(std::isnan(a[h * Dh + d]));
+          }
         }
       }
     }

@@ -74,15 +74,26 @@ struct SimdKernels {
 // The table for a SIMD ISA (not kScalar) the CPU supports.
 const SimdKernels& simd_kernels(Isa isa);
 
+// One row (query head, query) of an attention task: its q and output rows and its range of
+// cache slots [lo, hi].
+struct AttentionRow {
+  const float* q;
+  float* out;
+  int64_t lo, hi;
+};
+inline constexpr int64_t kAttentionRowFloats = sizeof(AttentionRow) / sizeof(float);
+
 // Queries an attention task covers (blocks of queries share their key and value loads), and the
-// scratch floats one task needs: a row of scores per (query head, query) plus their sums.
+// scratch floats one task needs, a multiple of 16 (each task's scratch stays aligned): per row
+// (query head, query), its scores, its AttentionRow, its running maxima (16 lanes) and its sum.
 inline int64_t attention_queries_per_task(int64_t T, int64_t group) {
   return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 16 / group));
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
 inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
   const int64_t rows = attention_queries_per_task(T, group) * group;
-  return static_cast<size_t>(rows * attention_row_stride(C) + rows);
+  const int64_t floats = rows * (attention_row_stride(C) + kAttentionRowFloats + 16 + 1);
+  return static_cast<size_t>((floats + 15) / 16 * 16);
 }
 
 }  // namespace kestrel::cpu::detail
