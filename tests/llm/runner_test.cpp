@@ -97,11 +97,8 @@ struct InvalidCase {
 
 void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.name; }
 
-class HfStaticValidation : public ::testing::TestWithParam<InvalidCase> {};
-
-TEST_P(HfStaticValidation, RejectsWithMessageNamingTheField) {
-  const InvalidCase& c = GetParam();
-  auto spec = base_spec();
+// Applies one invalid case to a spec and expects the runner to refuse it, naming the field.
+void expect_rejected(program::ProgramSpec spec, const InvalidCase& c) {
   if (c.erase)
     spec.metadata.erase(c.key);
   else
@@ -109,6 +106,12 @@ TEST_P(HfStaticValidation, RejectsWithMessageNamingTheField) {
   auto runner = runner_for(spec);
   ASSERT_FALSE(runner.ok());
   EXPECT_NE(runner.error().message().find(c.expected), std::string::npos) << runner.error().message();
+}
+
+class HfStaticValidation : public ::testing::TestWithParam<InvalidCase> {};
+
+TEST_P(HfStaticValidation, RejectsWithMessageNamingTheField) {
+  expect_rejected(base_spec(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -199,14 +202,7 @@ TEST(HfStaticBuckets, InvalidBucketsAreRejectedNamingTheKey) {
   };
   for (const InvalidCase& c : cases) {
     SCOPED_TRACE(c.name);
-    auto spec = bucket_spec();
-    if (c.erase)
-      spec.metadata.erase(c.key);
-    else
-      spec.metadata[c.key] = c.value;
-    auto runner = runner_for(spec);
-    ASSERT_FALSE(runner.ok());
-    EXPECT_NE(runner.error().message().find(c.expected), std::string::npos) << runner.error().message();
+    expect_rejected(bucket_spec(), c);
   }
   // A bucket whose method has another step's shapes: the I/O check names the method.
   auto spec = bucket_spec();
