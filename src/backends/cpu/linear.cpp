@@ -82,7 +82,8 @@ Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const voi
     arena = std::const_pointer_cast<PackedArena>(std::static_pointer_cast<const PackedArena>(shared));
   }
   auto pack = [&]() -> Result<std::shared_ptr<const void>> {
-    KESTREL_ASSIGN_OR_RETURN(auto matrix, PackedMatrix::pack(w.dtype, w.data, N, K, ctx.pool, arena));
+    KESTREL_ASSIGN_OR_RETURN(auto matrix, PackedMatrix::pack(w.dtype, w.data, N, K, ctx.pool, arena,
+                                                                       state->config.simd->q8_biased_weights));
     // Calls read only the packed copy from now on; the file's pages can leave memory.
     KESTREL_ASSIGN_OR_RETURN(const size_t bytes, w.storage_bytes());
     ctx.release_constant({static_cast<const uint8_t*>(w.data), bytes});
@@ -90,7 +91,8 @@ Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const voi
   };
   std::shared_ptr<const void> packed;
   if (ctx.constants != nullptr) {
-    const std::string key = fmt::format("cpu.linear.packed/{}/{}/{}x{}", dtype_name(w.dtype), w.data, N, K);
+    const std::string key = fmt::format("cpu.linear.packed/{}/{}/{}x{}{}", dtype_name(w.dtype), w.data, N, K,
+                                        state->config.simd->q8_biased_weights ? "" : "/signed");
     KESTREL_ASSIGN_OR_RETURN(packed, ctx.constants->get_or_make(key, pack));
   } else {
     KESTREL_ASSIGN_OR_RETURN(packed, pack());
@@ -108,7 +110,8 @@ Status linear(KernelContext& ctx) {
     return kernels::linear_kernel(ctx);
   KESTREL_ASSIGN_OR_RETURN(const kernels::LinearDims dims, kernels::check_linear(ctx));
   const PackedLayout& layout = state->packed->layout();
-  if (dims.K != layout.K || dims.N != layout.N || ctx.inputs[1].dtype != layout.dtype)
+  if (dims.K != layout.K || dims.N != layout.N || ctx.inputs[1].dtype != layout.dtype ||
+      (layout.dtype == DType::kQ8 && layout.q8_biased != state->config.simd->q8_biased_weights))
     return kernels::linear_kernel(ctx);  // not the shape that was packed
   if (dims.M == 0) return ok_status();
   const Config& config = state->config;

@@ -40,8 +40,10 @@ void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8
     case DType::kQ8: {
       const int64_t blocks = K / kQ8BlockSize;
       const size_t row_bytes = static_cast<size_t>(blocks) * kQ8BlockBytes;
-      // Zero weights are stored as 128; scales of missing rows and blocks stay 0.
-      for (int64_t s = 0; s < layout.steps; ++s) std::memset(dst + s * kQ8PairBytes + 64, 0x80, 2 * 512);
+      // The stored form of w is w ^ bias: w + 128 biased, w itself signed. Zero weights are
+      // stored as the bias; scales of missing rows and blocks stay 0.
+      const uint8_t bias = layout.q8_biased ? 0x80u : 0u;
+      for (int64_t s = 0; s < layout.steps; ++s) std::memset(dst + s * kQ8PairBytes + 64, bias, 2 * 512);
       for (int64_t l = 0; l < rows; ++l) {
         const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * row_bytes;
         for (int64_t b = 0; b < blocks; ++b) {
@@ -50,7 +52,7 @@ void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8
           std::memcpy(pair + (b % 2) * 32 + l * 2, block, 2);
           uint8_t* quads = pair + 64 + (b % 2) * 512;
           for (int i = 0; i < kQ8BlockSize; ++i)
-            quads[(i / 4) * 64 + l * 4 + (i % 4)] = static_cast<uint8_t>(block[2 + i] ^ 0x80u);
+            quads[(i / 4) * 64 + l * 4 + (i % 4)] = static_cast<uint8_t>(block[2 + i] ^ bias);
         }
       }
       return;
@@ -115,11 +117,12 @@ uint8_t* PackedArena::allocate(size_t bytes) {
 
 Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, const void* weights, int64_t N, int64_t K,
                                                                runtime::ThreadPool* pool,
-                                                               std::shared_ptr<PackedArena> arena) {
+                                                               std::shared_ptr<PackedArena> arena, bool q8_biased) {
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16 && dtype != DType::kQ8)
     return make_error(ErrorCode::kUnsupported, "cannot repack {} weights", dtype_name(dtype));
   std::shared_ptr<PackedMatrix> matrix(new PackedMatrix());
   matrix->layout_ = packed_layout(dtype, N, K);
+  matrix->layout_.q8_biased = q8_biased;
   matrix->bytes_ = static_cast<size_t>(matrix->layout_.panels) * matrix->layout_.panel_bytes;
   uint8_t* base = arena != nullptr ? arena->allocate(matrix->bytes_) : nullptr;
   if (base == nullptr) {

@@ -13,8 +13,9 @@
 //   f16   [K][16] f16                                      32 B per k
 //   bf16  [K/2][16][2] bf16 (k pairs, low half first)      64 B per k pair
 //   q8    per pair of 32-value blocks: 2 x 16 f16 scales, then 2 x [8][16][4] weights stored
-//         as w + 128 (unsigned)                             1088 B per 64 k
-// Rows past N are zero (a q8 zero is stored as 128), and so are k past K.
+//         as w + 128 (unsigned, for vpdpbusd) or as w (signed, for maddubs, which would
+//         otherwise undo the bias on every load)            1088 B per 64 k
+// Rows past N are zero (a biased q8 zero is stored as 128), and so are k past K.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +37,7 @@ struct PackedLayout {
   int64_t panels = 0;          // ceil(N / 16)
   int64_t steps = 0;           // per panel: K (f32, f16), ceil(K / 2) (bf16), ceil(K / 64) (q8)
   int64_t k_per_step = 1;      // 1, 1, 2, 64
+  bool q8_biased = true;       // q8: weights stored as w + 128 rather than w
   size_t step_bytes = 0;       // 64, 32, 64, 1088
   size_t panel_bytes = 0;      // steps * step_bytes
   const uint8_t* data = nullptr;
@@ -74,10 +76,12 @@ class PackedArena {
 // or when it is full, from an arena of its own.
 class PackedMatrix {
  public:
-  // Repacks `weights` ([N, K] row-major, dtype f32/f16/bf16/q8) with the pool's threads.
+  // Repacks `weights` ([N, K] row-major, dtype f32/f16/bf16/q8) with the pool's threads; q8
+  // weights are stored biased (w + 128) or signed as `q8_biased` says (the kernels' choice).
   static Result<std::shared_ptr<const PackedMatrix>> pack(DType dtype, const void* weights, int64_t N, int64_t K,
                                                           runtime::ThreadPool* pool,
-                                                          std::shared_ptr<PackedArena> arena = nullptr);
+                                                          std::shared_ptr<PackedArena> arena = nullptr,
+                                                          bool q8_biased = true);
 
   const PackedLayout& layout() const { return layout_; }
   size_t bytes() const { return bytes_; }
