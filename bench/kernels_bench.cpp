@@ -124,7 +124,7 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
 // positions): `T` queries at positions [first, first + T), each over every cache row up to its
 // own. GFLOPS counts the flops per (query, key) pair attended: 2 * Dh for
 // the score and 2 * Dh for the weighted sum.
-void attention_chunk(benchmark::State& state, int64_t T, int64_t first,
+void attention_chunk(benchmark::State& state, int64_t T, int64_t first, bool cold,
                      std::shared_ptr<const runtime::KernelRegistry> registry) {
   constexpr int64_t H = 12, C = 1024, Dh = 64;
   std::vector<float> q = random_values(static_cast<size_t>(H * T * Dh), 3, 1.0f);
@@ -145,7 +145,15 @@ void attention_chunk(benchmark::State& state, int64_t T, int64_t first,
     return;
   }
   AlignedBuffer scratch(bound->scratch_bytes());
+  std::vector<float> evict(cold ? size_t{64} << 20 >> 2 : 0);
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      float sum = 0.0f;
+      for (size_t i = 0; i < evict.size(); i += 16) sum += evict[i];
+      benchmark::DoNotOptimize(sum);
+      state.ResumeTiming();
+    }
     const Status status = bound->run(inputs, outputs, scratch.span());
     if (!status.ok()) {
       state.SkipWithError(status.error().to_string().c_str());
@@ -231,11 +239,12 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
-  for (const auto& [T, first] : {std::pair<int64_t, int64_t>{1, 511}, {128, 0}, {128, 384}})
+  for (const auto& [T, first] : {std::pair<int64_t, int64_t>{1, 511}, {1, 127}, {128, 0}, {128, 384}})
+   for (bool cold : {false, true})
     for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                     {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
-      const std::string name = fmt::format("attention/T{}_from{}/{}", T, first, variant.name);
-      benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, variant.registry)
+      const std::string name = fmt::format("attention/T{}_from{}{}/{}", T, first, cold ? "_cold" : "", variant.name);
+      benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, cold, variant.registry)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
     }

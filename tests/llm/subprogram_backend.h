@@ -28,13 +28,13 @@ class SubprogramExporter : public exporter::BackendExporter {
   explicit SubprogramExporter(std::set<std::string> unsupported)
       : unsupported_(std::move(unsupported)),
         options_("subprogram", {{"skip_node_op_set", exporter::OptionDestination::kPartitioner,
-                                 exporter::OptionType::kStringSet, std::set<std::string>{}, "ops to keep portable"},
+                                 exporter::OptionType::kStringSet, std::set<std::string>{}, "ops to keep portable", {}},
                                 {"skip_node_id_set", exporter::OptionDestination::kPartitioner,
-                                 exporter::OptionType::kIntSet, std::set<int64_t>{}, "nodes to keep portable"},
+                                 exporter::OptionType::kIntSet, std::set<int64_t>{}, "nodes to keep portable", {}},
                                 {"skip_mutable_buffer", exporter::OptionDestination::kPartitioner,
-                                 exporter::OptionType::kBool, false, "keep cache writes portable"},
+                                 exporter::OptionType::kBool, false, "keep cache writes portable", {}},
                                 {"tag", exporter::OptionDestination::kCompileSpec, exporter::OptionType::kString,
-                                 std::string("ref"), "a compile spec carried to the runtime"}}) {}
+                                 std::string("ref"), "a compile spec carried to the runtime", {}}}) {}
   std::string id() const override { return "subprogram"; }
   const exporter::OptionTable& options() const override { return options_; }
   bool supports(const exporter::Graph&, const exporter::Node& node) const override {

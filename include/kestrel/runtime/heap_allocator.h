@@ -14,7 +14,9 @@ class HeapAllocator final : public BufferAllocator {
   void free(void* buffer) override;
 };
 
-// Aligned heap allocation shared by the heap allocator and the runner's fallback path.
+// Aligned heap allocation shared by the heap allocator and the runner's fallback path: zeroed,
+// and from kHugePageBytes up aligned to kHugePageBytes and advised to use huge pages.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 void* aligned_heap_allocate(size_t bytes, size_t alignment);
 void aligned_heap_free(void* buffer);
 
