@@ -1,7 +1,8 @@
 // attention over a static f32 KV cache. A task is one kv head of one batch row with a block of
-// queries of every query head that shares it: the scores of the whole block are computed one
-// chunk of 16 cache rows at a time, then each row's softmax, then the weighted sums of value
-// rows, so the block reads each key and value row once. Narrower caches go to the portable
+// queries of every query head that shares it (in a decode step, up to four kv heads, whose
+// cache rows it reads side by side): the scores of the whole block are computed one chunk of 16
+// cache rows at a time, then each row's softmax, then the weighted sums of value rows, so the
+// block reads each key and value row once. Narrower caches go to the portable
 // kernel. Validation is the portable kernel's, check for check (the `window` attribute of
 // sliding-window attention included: 0 or absent is unlimited).
 #include <algorithm>
@@ -31,8 +32,9 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
     const int64_t Hq = ctx.inputs[0].shape[1], T = ctx.inputs[0].shape[2];
     const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2];
     if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
-      state->task_floats = attention_scratch_floats(T, Hq / Hkv, C);
-      prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * pool_threads(ctx.pool));
+      const int threads = pool_threads(ctx.pool);
+      state->task_floats = attention_scratch_floats(T, Hq / Hkv * attention_heads_per_task(T, Hkv, threads), C);
+      prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * threads);
     }
   }
   prepared.state = state;
@@ -57,8 +59,9 @@ Status attention(KernelContext& ctx) {
   if (op.B * op.Hq * op.T * op.Dh == 0) return ok_status();
 
   const int64_t group = op.Hq / op.Hkv;
-  const size_t task_floats = attention_scratch_floats(op.T, group, op.C);
   const int threads = pool_threads(ctx.pool);
+  const int64_t task_heads = attention_heads_per_task(op.T, op.Hkv, threads);
+  const size_t task_floats = attention_scratch_floats(op.T, group * task_heads, op.C);
   float* scratch = ctx.scratch != nullptr ? ctx.scratch->take<float>(task_floats * threads) : nullptr;
   if (scratch == nullptr || task_floats != state->task_floats)
     return make_error(ErrorCode::kInternal, "attention: the call needs more scratch than was reserved at load");
@@ -66,15 +69,17 @@ Status attention(KernelContext& ctx) {
   // disjoint rows, so out may be q itself (the shared check allows exactly that).
   const int64_t per_task = attention_queries_per_task(op.T, group);
   const int64_t query_blocks = (op.T + per_task - 1) / per_task;
+  const int64_t head_blocks = (op.Hkv + task_heads - 1) / task_heads;
   const SimdKernels& simd = *state->config.simd;
   // Each thread takes a contiguous range of heads (the rows of q, k and v it wrote itself when
   // the linears before split their outputs the same way), and idle threads take tasks from the
   // back of the others' ranges.
-  parallel_ranges(ctx.pool, op.B * op.Hkv * query_blocks, 1, 1, [&](int64_t begin, int64_t end, int thread) {
+  parallel_ranges(ctx.pool, op.B * head_blocks * query_blocks, 1, 1, [&](int64_t begin, int64_t end, int thread) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t block = task % query_blocks, head = task / query_blocks;
+      const int64_t block = task % query_blocks, heads = task / query_blocks;
+      const int64_t b = heads / head_blocks, g0 = heads % head_blocks * task_heads;
       const int64_t t0 = block * per_task, t1 = std::min(op.T, t0 + per_task);
-      simd.attention_block(op, head / op.Hkv, head % op.Hkv, t0, t1, scratch + task_floats * thread);
+      simd.attention_block(op, b, g0, std::min(task_heads, op.Hkv - g0), t0, t1, scratch + task_floats * thread);
     }
   });
   return ok_status();

@@ -62,9 +62,11 @@ struct SimdKernels {
   // bf16 dot product sets only: rows of K floats as bf16 pairs (round to nearest even), padded
   // with zero to `pairs` words per row. Null elsewhere.
   void (*to_bf16_pairs)(const float* x, int64_t rows, int64_t K, int64_t x_stride, int64_t pairs, uint32_t* out);
-  // Attention for batch b, kv head g, queries [t0, t1) of every query head of the group;
-  // `scratch` holds attention_scratch_floats(op) floats.
-  void (*attention_block)(const AttentionOperands& op, int64_t b, int64_t g, int64_t t0, int64_t t1, float* scratch);
+  // Attention for batch b, kv heads [g0, g0 + heads), queries [t0, t1) of every query head of
+  // their groups (several heads only with one query); `scratch` holds
+  // attention_scratch_floats(T, group * heads, C) floats.
+  void (*attention_block)(const AttentionOperands& op, int64_t b, int64_t g0, int64_t heads, int64_t t0, int64_t t1,
+                          float* scratch);
   // y = x / sqrt(mean(x^2) + eps) * w for `rows` rows of D values.
   void (*rms_norm_rows)(const float* x, const float* w, float eps, int64_t rows, int64_t D, float* y);
   // y = x / (1 + exp(-x)); y may be x.
@@ -82,6 +84,8 @@ const SimdKernels& simd_kernels(Isa isa);
 struct AttentionRow {
   const float* q;
   float* out;
+  const float* k;  // its kv head's key and value rows
+  const float* v;
   int64_t lo, hi;
 };
 inline constexpr int64_t kAttentionRowFloats = sizeof(AttentionRow) / sizeof(float);
@@ -91,6 +95,19 @@ inline constexpr int64_t kAttentionRowFloats = sizeof(AttentionRow) / sizeof(flo
 // (query head, query), its scores, its AttentionRow, its running maxima (16 lanes) and its sum.
 inline int64_t attention_queries_per_task(int64_t T, int64_t group) {
   return T <= 1 ? 1 : std::min<int64_t>(T, std::max<int64_t>(1, 16 / group));
+}
+// KV heads per attention task: one, except in a decode step (T = 1), where a task reads up to
+// kMaxAttentionTaskHeads heads' cache rows side by side, a few hundred bytes of each in turn
+// (one head's rows are short streams, and one core reads several such streams at once faster
+// than one after another), as many heads as keep the tasks a multiple of the threads.
+inline constexpr int64_t kMaxAttentionTaskHeads = 4;
+inline int64_t attention_heads_per_task(int64_t T, int64_t Hkv, int threads) {
+  if (T != 1) return 1;
+  for (int64_t heads = std::min(kMaxAttentionTaskHeads, Hkv); heads > 1; --heads) {
+    const int64_t tasks = (Hkv + heads - 1) / heads;
+    if (tasks % threads == 0 || tasks >= 4 * threads) return heads;
+  }
+  return 1;
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
 inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
