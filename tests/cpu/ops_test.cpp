@@ -94,7 +94,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                                            AttentionCase{1, 3, 1, 4, 8, 1, {0, 1, 2, 7}},  // Dh = 1
                                            AttentionCase{1, 2, 2, 2, 40, 13, {39, 17}},
                                            AttentionCase{1, 2, 1, 1, 300, 128, {299}},       // long context
-                                           AttentionCase{1, 4, 2, 2, 70, 72, {69, 33}}),     // 64 + 8 columns
+                                           AttentionCase{1, 4, 2, 2, 70, 72, {69, 33}},      // 64 + 8 columns
+                                           // decode tasks over several kv heads (rows of different
+                                           // heads in one tile): GQA with two batch rows and a
+                                           // 3 x 8 head size, four query heads per kv head, and
+                                           // five kv heads (a partial last task) of 128
+                                           AttentionCase{2, 6, 3, 1, 40, 24, {37}},
+                                           AttentionCase{1, 16, 4, 1, 64, 64, {50}},
+                                           AttentionCase{1, 10, 5, 1, 33, 128, {32}}),
                          [](const auto& info) {
                            const auto& c = info.param;
                            std::ostringstream name;
