@@ -15,11 +15,11 @@ void* aligned_heap_allocate(size_t bytes, size_t alignment) {
   // pages and 58-65 ms on huge ones).
   const bool huge = bytes >= kHugePageBytes;
   if (huge && alignment < kHugePageBytes) alignment = kHugePageBytes;
-  const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* buffer = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  const size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
+  void* buffer = std::aligned_alloc(alignment, rounded);
   if (buffer == nullptr) return nullptr;
   if (huge) ::madvise(buffer, rounded, MADV_HUGEPAGE);  // advice: failure changes nothing
-  std::memset(buffer, 0, rounded == 0 ? alignment : rounded);
+  std::memset(buffer, 0, rounded);
   return buffer;
 }
 

@@ -7,12 +7,13 @@
 
 #include "backends/cpu/thread_pool.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/runtime/heap_allocator.h"
 
 namespace kestrel::cpu::detail {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{1} << 21;
+constexpr size_t kHugePage = runtime::kHugePageBytes;  // the arena's alignment and rounding
 
 // Source element k of row n, as the packed formats store it.
 void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8_t* dst) {
