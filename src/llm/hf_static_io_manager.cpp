@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/finite.h"
 #include "kestrel/program/io_contract.h"
 
 namespace kestrel::llm {
@@ -67,17 +68,14 @@ Status check_buffer_sizes(const HfStaticConfig& c) {
 // sampling from it would print garbage, so the call fails naming where it happened.
 Status check_logits_finite(const runtime::Method& method, const float* logits, int64_t rows, int64_t vocab,
                            int64_t first, int64_t step) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < vocab; ++i) {
-      const float value = logits[r * vocab + i];
-      if (std::isfinite(value)) continue;
-      const int64_t position = rows == step ? first + r : first + step - 1;
-      return make_error(ErrorCode::kCorrupt,
-                        "hf_static v1: method '{}' returned a non-finite logit ({}) for token id {} at position {} "
-                        "(the call over positions [{}, {}))",
-                        method.name(), value, i, position, first, first + step);
-    }
-  return ok_status();
+  const int64_t at = first_non_finite({logits, static_cast<size_t>(rows * vocab)});
+  if (at < 0) return ok_status();
+  const int64_t r = at / vocab, i = at % vocab;
+  const int64_t position = rows == step ? first + r : first + step - 1;
+  return make_error(ErrorCode::kCorrupt,
+                    "hf_static v1: method '{}' returned a non-finite logit ({}) for token id {} at position {} "
+                    "(the call over positions [{}, {}))",
+                    method.name(), logits[at], i, position, first, first + step);
 }
 
 // The prefill methods by increasing step: prefill_method alone, or every step of the optional

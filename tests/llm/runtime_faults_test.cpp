@@ -237,6 +237,42 @@ TEST(RuntimeFaults, NonFiniteLogitsAreAnErrorNamingTheMethodAndPosition) {
   }
 }
 
+TEST(RuntimeFaults, OneBrokenTokenLogitIsFoundAndNamed) {
+  // One row of an untied lm_head far past the float range: the logit of that token id alone
+  // overflows (to inf, or to nan where both signs do), and the error names that token id.
+  constexpr int64_t kPoisonedId = 37;
+  TempDir dir;
+  const std::string model = dir.file("model");
+  auto config = small_fixture();
+  config.tie_word_embeddings = false;
+  ASSERT_TRUE(fixtures::write_hf_checkpoint(model, config).ok());
+  {
+    std::fstream f(model + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t length = 0;
+    f.read(reinterpret_cast<char*>(&length), 8);
+    std::string header(length, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(length));
+    const auto entry = nlohmann::json::parse(header)["lm_head.weight"];
+    ASSERT_EQ(entry["dtype"], "F32");
+    const float huge = 3.0e38f;
+    const uint64_t row_bytes = static_cast<uint64_t>(config.hidden_size) * 4;
+    f.seekp(static_cast<std::streamoff>(8 + length + entry["data_offsets"][0].get<uint64_t>() + kPoisonedId * row_bytes));
+    for (uint64_t i = 0; i < row_bytes; i += 4) f.write(reinterpret_cast<const char*>(&huge), 4);
+  }
+  auto checkpoint = exporter::load_checkpoint(model);
+  ASSERT_TRUE(checkpoint.ok());
+  auto spec = exporter::export_program(*checkpoint, small_export(4, 48));
+  ASSERT_TRUE(spec.ok());
+  auto runner = llm::Runner::from_program(load_spec(*spec));
+  ASSERT_TRUE(runner.ok());
+  auto result = (*runner)->generate_ids({7}, greedy_tokens(3));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(result.error().message().find("for token id " + std::to_string(kPoisonedId) + " at position 0"),
+            std::string::npos)
+      << result.error().message();
+}
+
 // ---- the stream callback stops ----
 
 TEST(RuntimeFaults, AStreamCallbackThatStopsKeepsTheSessionConsistent) {
