@@ -198,28 +198,38 @@ TEST(RuntimeFaults, ABackendWhoseExecuteFailsResetsTheSessionAndRecovers) {
 
 // ---- non-finite logits ----
 
+// Overwrites the f32 values [first, first + count) of tensor `name` in the checkpoint `model`
+// (count 0: to the tensor's end) with `value`.
+void overwrite_f32(const std::string& model, const std::string& name, uint64_t first, uint64_t count, float value) {
+  std::fstream f(model + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t length = 0;
+  f.read(reinterpret_cast<char*>(&length), 8);
+  std::string header(length, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(length));
+  const auto entry = nlohmann::json::parse(header)[name];
+  ASSERT_EQ(entry["dtype"], "F32") << name;
+  const uint64_t begin = entry["data_offsets"][0].get<uint64_t>() + first * 4;
+  const uint64_t end = count == 0 ? entry["data_offsets"][1].get<uint64_t>() : begin + count * 4;
+  f.seekp(static_cast<std::streamoff>(8 + length + begin));
+  for (uint64_t at = begin; at < end; at += 4) f.write(reinterpret_cast<const char*>(&value), 4);
+  ASSERT_TRUE(f.good()) << name;
+}
+
+// A runner over the program exported (portable kernels) from the checkpoint `model`.
+Result<std::unique_ptr<llm::Runner>> export_and_run(const std::string& model) {
+  KESTREL_ASSIGN_OR_RETURN(auto checkpoint, exporter::load_checkpoint(model));
+  KESTREL_ASSIGN_OR_RETURN(auto spec, exporter::export_program(checkpoint, small_export(4, 48)));
+  return llm::Runner::from_program(load_spec(spec));
+}
+
 TEST(RuntimeFaults, NonFiniteLogitsAreAnErrorNamingTheMethodAndPosition) {
   TempDir dir;
   const std::string model = dir.file("model");
   ASSERT_TRUE(fixtures::write_hf_checkpoint(model, small_fixture()).ok());
-  {
-    // Poison the final norm (f32): every logit becomes NaN.
-    std::fstream f(model + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    uint64_t length = 0;
-    f.read(reinterpret_cast<char*>(&length), 8);
-    std::string header(length, '\0');
-    f.read(header.data(), static_cast<std::streamsize>(length));
-    const auto offsets = nlohmann::json::parse(header)["model.norm.weight"]["data_offsets"];
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    f.seekp(static_cast<std::streamoff>(8 + length + offsets[0].get<uint64_t>()));
-    for (uint64_t i = offsets[0]; i < offsets[1]; i += 4) f.write(reinterpret_cast<const char*>(&nan), 4);
-  }
-  auto checkpoint = exporter::load_checkpoint(model);
-  ASSERT_TRUE(checkpoint.ok());
-  auto spec = exporter::export_program(*checkpoint, small_export(4, 48));
-  ASSERT_TRUE(spec.ok());
-  auto runner = llm::Runner::from_program(load_spec(*spec));
-  ASSERT_TRUE(runner.ok());
+  // Poison the final norm (f32): every logit becomes NaN.
+  ASSERT_NO_FATAL_FAILURE(overwrite_f32(model, "model.norm.weight", 0, 0, std::numeric_limits<float>::quiet_NaN()));
+  auto runner = export_and_run(model);
+  ASSERT_TRUE(runner.ok()) << runner.error().to_string();
   struct Case {
     std::vector<int64_t> prompt;
     std::string method;
@@ -246,25 +256,10 @@ TEST(RuntimeFaults, OneBrokenTokenLogitIsFoundAndNamed) {
   auto config = small_fixture();
   config.tie_word_embeddings = false;
   ASSERT_TRUE(fixtures::write_hf_checkpoint(model, config).ok());
-  {
-    std::fstream f(model + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    uint64_t length = 0;
-    f.read(reinterpret_cast<char*>(&length), 8);
-    std::string header(length, '\0');
-    f.read(header.data(), static_cast<std::streamsize>(length));
-    const auto entry = nlohmann::json::parse(header)["lm_head.weight"];
-    ASSERT_EQ(entry["dtype"], "F32");
-    const float huge = 3.0e38f;
-    const uint64_t row_bytes = static_cast<uint64_t>(config.hidden_size) * 4;
-    f.seekp(static_cast<std::streamoff>(8 + length + entry["data_offsets"][0].get<uint64_t>() + kPoisonedId * row_bytes));
-    for (uint64_t i = 0; i < row_bytes; i += 4) f.write(reinterpret_cast<const char*>(&huge), 4);
-  }
-  auto checkpoint = exporter::load_checkpoint(model);
-  ASSERT_TRUE(checkpoint.ok());
-  auto spec = exporter::export_program(*checkpoint, small_export(4, 48));
-  ASSERT_TRUE(spec.ok());
-  auto runner = llm::Runner::from_program(load_spec(*spec));
-  ASSERT_TRUE(runner.ok());
+  ASSERT_NO_FATAL_FAILURE(overwrite_f32(model, "lm_head.weight", kPoisonedId * config.hidden_size,
+                                        static_cast<uint64_t>(config.hidden_size), 3.0e38f));
+  auto runner = export_and_run(model);
+  ASSERT_TRUE(runner.ok()) << runner.error().to_string();
   auto result = (*runner)->generate_ids({7}, greedy_tokens(3));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().code(), ErrorCode::kCorrupt);
