@@ -33,6 +33,7 @@ struct ExportArgs {
   std::vector<int64_t> extra_prefill_steps;
   int64_t max_context = 0;
   std::string dtype = "f32";
+  std::string cache_dtype = "f32";
   std::string logits = "last";
   std::string tokenizer;
   bool list_options = false;
@@ -100,6 +101,9 @@ Status run_export(const ExportArgs& args) {
   auto dtype = api::parse_weight_dtype(args.dtype);
   if (!dtype.ok()) return dtype.error().with_context("--dtype");
   request.dtype = *dtype;
+  auto cache_dtype = api::parse_cache_dtype(args.cache_dtype);
+  if (!cache_dtype.ok()) return cache_dtype.error().with_context("--cache-dtype");
+  request.cache_dtype = *cache_dtype;
   if (request.backend) {
     KESTREL_ASSIGN_OR_RETURN(request.backend_options, gather_options(request.backend->options(), args));
   }
@@ -112,8 +116,8 @@ Status run_export(const ExportArgs& args) {
                args.checkpoint);
   if (!args.quiet) {
     fmt::print(stderr, "exported {} -> {}\n", args.checkpoint, args.output);
-    fmt::print(stderr, "  weights {} ({} constants, {:.1f} MiB), context {}\n", args.dtype, report.constants,
-               static_cast<double>(report.constant_bytes) / (1 << 20), report.max_context);
+    fmt::print(stderr, "  weights {} ({} constants, {:.1f} MiB), context {}, {} caches\n", args.dtype, report.constants,
+               static_cast<double>(report.constant_bytes) / (1 << 20), report.max_context, args.cache_dtype);
     size_t width = 8;
     for (const auto& method : report.methods) width = std::max(width, method.name.size() + 1);
     for (const auto& method : report.methods) {
@@ -171,6 +175,10 @@ void add_export_command(CLI::App& app) {
   command->add_option("--max-context", args.max_context, "KV cache length (default: model max, at most 1024)")
       ->check(integer_in(1, std::numeric_limits<int64_t>::max()));
   command->add_option("--dtype", args.dtype, "Weight dtype: f32, f16, bf16 or q8")->capture_default_str();
+  command->add_option("--cache-dtype", args.cache_dtype,
+                      "KV cache dtype: f32 (exact) or f16 (half the cache memory and decode attention reads; keys "
+                      "and values are rounded to f16 as they are stored)")
+      ->capture_default_str();
   command->add_option("--logits", args.logits, "Logits of the prefill method: last or all")->capture_default_str();
   command->add_option("--tokenizer", args.tokenizer,
                       "Tokenizer file: llama2.c tokenizer.bin (needed for .bin checkpoints), or a tokenizer.json "

@@ -35,6 +35,7 @@ def export(
     logits: str = "last",
     progress: Optional[Callable[[str], None]] = None,
     extra_prefill_steps: Sequence[int] = (),
+    cache_dtype: str = "f32",
 ) -> dict[str, Any]: ...
 def create_default_model(directory: _Path, seed: int = ...) -> None: ...
 

@@ -116,7 +116,8 @@ py::dict export_program(const std::filesystem::path& checkpoint, const std::file
                         const std::optional<std::string>& backend, const std::optional<py::dict>& options,
                         const std::string& dtype, std::optional<int64_t> max_context, int64_t prefill_step,
                         const std::optional<std::filesystem::path>& tokenizer, const std::string& logits,
-                        const std::optional<py::function>& progress, const std::vector<int64_t>& extra_prefill_steps) {
+                        const std::optional<py::function>& progress, const std::vector<int64_t>& extra_prefill_steps,
+                        const std::string& cache_dtype) {
   api::ExportRequest request;
   if (backend) request.backend = unwrap(api::find_exporter_backend(*backend));
   if (options && !options->empty()) {
@@ -126,6 +127,7 @@ py::dict export_program(const std::filesystem::path& checkpoint, const std::file
     request.backend_options = options_from_python(request.backend->options(), *options);
   }
   request.dtype = unwrap(api::parse_weight_dtype(dtype));
+  request.cache_dtype = unwrap(api::parse_cache_dtype(cache_dtype));
   if (max_context && *max_context <= 0)
     raise_error(make_error(ErrorCode::kInvalidArgument, "max_context must be a positive number of positions, got {}",
                            *max_context));
@@ -164,6 +166,7 @@ void register_export(py::module_& module) {
              py::arg("options") = py::none(), py::arg("dtype") = "f32", py::arg("max_context") = py::none(),
              py::arg("prefill_step") = 32, py::arg("tokenizer") = py::none(), py::arg("logits") = "last",
              py::arg("progress") = py::none(), py::arg("extra_prefill_steps") = std::vector<int64_t>{},
+             py::arg("cache_dtype") = "f32",
              R"(Exports a checkpoint to a program file, as `kestrel export` does.
 
 checkpoint: a Hugging Face model directory (config.json, safetensors, tokenizer.json) or a
@@ -181,6 +184,8 @@ logits: "last" (the prefill method returns the last position's logits) or "all".
 progress: called with one line of text per export stage.
 extra_prefill_steps: more prefill methods, one per step (e.g. [512]); the runner sends each full
     chunk of a prompt through the largest step that fits.
+cache_dtype: KV cache dtype, "f32" (exact) or "f16" (half the cache memory and the attention
+    reads of a decode step; keys and values are rounded to f16 as they are stored).
 
 Returns a report: output path, max_context, constants and their bytes, and per method its step,
 instruction count, arena bytes and partitions. Errors raise a kestrel.Error subclass with the

@@ -62,6 +62,25 @@ class ExportTest(unittest.TestCase):
             kestrel.export(fixture.checkpoint, fixture.path("x.kst"), max_context=64, extra_prefill_steps=[128])
         self.assertIn("extra prefill step 128", str(caught.exception))
 
+    def test_f16_caches_as_the_cli_exports_them(self):
+        ours = fixture.path("f16-cache-python.kst")
+        cli = fixture.path("f16-cache-cli.kst")
+        kestrel.export(fixture.checkpoint, ours, max_context=64, prefill_step=8, cache_dtype="f16")
+        program = kestrel.Program(ours)
+        self.assertEqual(program.metadata["cache_dtype"], "f16")
+        caches = [i for i in program.methods["decode"].inputs if i.name.startswith("k_cache_")]
+        self.assertTrue(caches)
+        self.assertTrue(all(i.dtype == "f16" for i in caches))
+        code, _, err = run_cli("export", fixture.checkpoint, "-o", cli, "--max-context", "64", "--prefill-step", "8",
+                               "--cache-dtype", "f16", "-q")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(read(ours), read(cli))
+        result = kestrel.Runner(ours).generate("Once", max_new_tokens=4, temperature=0, ignore_eos=True)
+        self.assertEqual(len(result.token_ids), 4)
+        with self.assertRaises(ValueError) as caught:
+            kestrel.export(fixture.checkpoint, fixture.path("x.kst"), cache_dtype="bf16")
+        self.assertIn("cache dtype must be f32 or f16, got 'bf16'", str(caught.exception))
+
     def test_backend_options_from_a_dict_match_the_cli(self):
         ours = fixture.path("qnn-python.kst")
         cli = fixture.path("qnn-cli.kst")

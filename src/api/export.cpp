@@ -16,6 +16,12 @@ Result<DType> parse_weight_dtype(const std::string& name) {
   return *dtype;
 }
 
+Result<DType> parse_cache_dtype(const std::string& name) {
+  if (name == "f32") return DType::kF32;
+  if (name == "f16") return DType::kF16;
+  return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32 or f16, got '{}'", name);
+}
+
 Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {
   auto progress = [&](const std::string& line) {
     if (request.progress) request.progress(line);
@@ -32,6 +38,7 @@ Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {
   options.max_context = request.max_context;
   options.logits = request.logits;
   options.dtype = request.dtype;
+  options.cache_dtype = request.cache_dtype;
   options.progress = progress;
   if (request.backend) {
     KESTREL_ASSIGN_OR_RETURN(auto partitioner,

@@ -44,8 +44,9 @@ class DecoderGraphBuilder {
     positions_ = graph_.add_input("positions", DType::kI64, {T}, InputKind::kUser);
     std::vector<std::pair<ValueId, ValueId>> caches;
     for (int64_t l = 0; l < config_.num_layers; ++l) {
-      const ValueId k = graph_.add_input(fmt::format("k_cache_{}", l), DType::kF32, {1, Hkv, C, Dh}, InputKind::kBuffer);
-      const ValueId v = graph_.add_input(fmt::format("v_cache_{}", l), DType::kF32, {1, Hkv, C, Dh}, InputKind::kBuffer);
+      const DType cache = options_.cache_dtype;
+      const ValueId k = graph_.add_input(fmt::format("k_cache_{}", l), cache, {1, Hkv, C, Dh}, InputKind::kBuffer);
+      const ValueId v = graph_.add_input(fmt::format("v_cache_{}", l), cache, {1, Hkv, C, Dh}, InputKind::kBuffer);
       caches.emplace_back(k, v);
     }
 
@@ -85,8 +86,11 @@ class DecoderGraphBuilder {
         KESTREL_ASSIGN_OR_RETURN(k_norm, norm(names_.layer(l, names_.k_norm)));
       }
       const ValueId qh = to_heads(q, n + "q", Hq, q_norm, spec.rope ? "" : n + "q_heads");
-      const ValueId kh = to_heads(k, n + "k", Hkv, k_norm, spec.rope ? "" : fmt::format("k_new_{}", l));
-      const ValueId vh = to_heads(v, n + "v", Hkv, std::nullopt, fmt::format("v_new_{}", l));
+      // The new slices are named k_new/v_new where they reach the cache's element type.
+      const bool narrow = options_.cache_dtype != DType::kF32;
+      const std::string k_new = fmt::format("k_new_{}", l), v_new = fmt::format("v_new_{}", l);
+      const ValueId kh = to_heads(k, n + "k", Hkv, k_norm, spec.rope || narrow ? "" : k_new);
+      ValueId vh = to_heads(v, n + "v", Hkv, std::nullopt, narrow ? "" : v_new);
       ValueId qr = qh, kr = kh;
       if (spec.rope) {
         const RopeKind kind = spec.sliding && config_.local_rope_theta > 0 ? RopeKind::kLocal : RopeKind::kGlobal;
@@ -95,8 +99,12 @@ class DecoderGraphBuilder {
         if (config_.rotary_dim > 0 && config_.rotary_dim != Dh) rope_attrs["rotary_dim"] = config_.rotary_dim;
         qr = graph_.add_op("rope", {qh, positions_, table.first, table.second}, n + "q_rope", DType::kF32,
                            {1, Hq, T, Dh}, rope_attrs);
-        kr = graph_.add_op("rope", {kh, positions_, table.first, table.second}, fmt::format("k_new_{}", l),
+        kr = graph_.add_op("rope", {kh, positions_, table.first, table.second}, narrow ? n + "k_rope" : k_new,
                            DType::kF32, {1, Hkv, T, Dh}, rope_attrs);
+      }
+      if (narrow) {
+        kr = cast(kr, k_new, options_.cache_dtype);
+        vh = cast(vh, v_new, options_.cache_dtype);
       }
       new_kv.push_back(kr);
       new_kv.push_back(vh);
@@ -271,8 +279,12 @@ class DecoderGraphBuilder {
     return out;
   }
 
+  ValueId cast(ValueId x, const std::string& name, DType dtype) {
+    return graph_.add_op("cast", {x}, name, dtype, graph_.value(x).shape, {{"dtype", std::string(dtype_name(dtype))}});
+  }
+
   ValueId cache_update(ValueId cache, ValueId slice, const std::string& name) {
-    const ValueId out = graph_.add_op("index_copy", {cache, positions_, slice}, name, DType::kF32,
+    const ValueId out = graph_.add_op("index_copy", {cache, positions_, slice}, name, graph_.value(cache).dtype,
                                       graph_.value(cache).shape, {{"axis", int64_t{2}}});
     graph_.value(out).alias_of = cache;
     return out;

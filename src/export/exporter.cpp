@@ -101,6 +101,9 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   if (!dtype_is_float(options.dtype) && options.dtype != DType::kQ8)
     return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got {}",
                       dtype_name(options.dtype));
+  if (options.cache_dtype != DType::kF32 && options.cache_dtype != DType::kF16)
+    return make_error(ErrorCode::kInvalidArgument, "--cache-dtype must be f32 or f16, got {}",
+                      dtype_name(options.cache_dtype));
   if (options.max_context < 0)
     return make_error(ErrorCode::kInvalidArgument, "max context must be >= 1 (or 0 for the default), got {}",
                       options.max_context);
@@ -134,7 +137,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   std::vector<PlannedMethod> methods;
   for (const auto& [name, step] : method_steps) {
     progress(fmt::format("building '{}' (T={}, context {})", name, step, max_context));
-    DecoderOptions decoder{step, max_context, options.dtype, options.logits};
+    DecoderOptions decoder{step, max_context, options.dtype, options.logits, options.cache_dtype};
     auto graph = build_decoder_graph(weights, decoder);
     if (!graph.ok()) return graph.error().with_context(fmt::format("building method '{}'", name));
     PassManager passes;
@@ -197,7 +200,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   meta[keys::kNumHeads] = config.num_heads;
   meta[keys::kNumKvHeads] = config.num_kv_heads;
   meta[keys::kHeadDim] = config.head_dim;
-  meta[keys::kCacheDtype] = std::string("f32");
+  meta[keys::kCacheDtype] = std::string(dtype_name(options.cache_dtype));
   meta[keys::kLogits] = options.logits;
   meta[keys::kBosId] = config.bos_id;
   meta[keys::kEosIds] = config.eos_ids;

@@ -129,10 +129,15 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
   KESTREL_ASSIGN_OR_RETURN(config.n_layers, read_positive(metadata, keys::kNumLayers));
   KESTREL_ASSIGN_OR_RETURN(config.n_kv_heads, read_positive(metadata, keys::kNumKvHeads));
   KESTREL_ASSIGN_OR_RETURN(config.head_dim, read_positive(metadata, keys::kHeadDim));
-  KESTREL_ASSIGN_OR_RETURN(config.cache_dtype, read<std::string>(metadata, keys::kCacheDtype, "a string"));
-  if (config.cache_dtype != "f32")
+  KESTREL_ASSIGN_OR_RETURN(const std::string cache_dtype, read<std::string>(metadata, keys::kCacheDtype, "a string"));
+  if (cache_dtype == "f32") {
+    config.cache_dtype = DType::kF32;
+  } else if (cache_dtype == "f16") {
+    config.cache_dtype = DType::kF16;
+  } else {
     return field_error(keys::kCacheDtype,
-                       fmt::format("is '{}'; version 1 defines float caches only ('f32')", config.cache_dtype));
+                       fmt::format("is '{}'; version 1 defines 'f32' and 'f16' caches", cache_dtype));
+  }
   KESTREL_ASSIGN_OR_RETURN(config.logits, read<std::string>(metadata, keys::kLogits, "a string"));
   if (config.logits != "last" && config.logits != "all")
     return field_error(keys::kLogits, fmt::format("is '{}'; expected 'last' or 'all'", config.logits));
@@ -171,13 +176,13 @@ Status validate_hf_static_method(const runtime::Method& method, const HfStaticCo
   KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.input_info(1), "input 1 (positions)", DType::kI64, {step}));
   for (int64_t i = 0; i < 2 * L; ++i)
     KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.input_info(2 + i), fmt::format("input {} (cache)", 2 + i),
-                                          DType::kF32, {1, H, C, Dh}));
+                                          config.cache_dtype, {1, H, C, Dh}));
   const int64_t rows = config.logits == "last" ? 1 : step;
   KESTREL_RETURN_IF_ERROR(
       expect_tensor(method, method.output_info(0), "output 0 (logits)", DType::kF32, {1, rows, config.vocab_size}));
   for (int64_t i = 0; i < 2 * L; ++i)
     KESTREL_RETURN_IF_ERROR(expect_tensor(method, method.output_info(1 + i),
-                                          fmt::format("output {} (new cache slice)", 1 + i), DType::kF32,
+                                          fmt::format("output {} (new cache slice)", 1 + i), config.cache_dtype,
                                           {1, H, step, Dh}));
   return ok_status();
 }
@@ -191,15 +196,16 @@ Status HfStaticIOManager::load(std::shared_ptr<const runtime::Program> program,
 
   // Caches are shared by both methods: one buffer per layer and kind.
   runtime::TensorInfo cache_info;
-  cache_info.dtype = DType::kF32;
+  cache_info.dtype = config_.cache_dtype;
   cache_info.shape = Shape{1, config_.n_kv_heads, config_.max_context, config_.head_dim};
-  cache_info.nbytes = static_cast<size_t>(cache_info.shape.numel()) * sizeof(float);
+  cache_row_bytes_ = static_cast<size_t>(config_.head_dim) * dtype_element_size(config_.cache_dtype);
+  cache_info.nbytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * cache_row_bytes_;
   caches_.clear();
   for (int64_t l = 0; l < config_.n_layers; ++l)
     for (const char* kind : {"k", "v"}) {
       cache_info.name = fmt::format("{}_cache_{}", kind, l);
       KESTREL_ASSIGN_OR_RETURN(void* buffer, buffers_->allocate(cache_info));
-      caches_.push_back(static_cast<float*>(buffer));
+      caches_.push_back(static_cast<uint8_t*>(buffer));
     }
   prefills_.clear();
   for (const PrefillMethod& prefill : config_.prefill_methods) {
@@ -230,7 +236,7 @@ Result<HfStaticIOManager::MethodIo> HfStaticIOManager::prepare(const std::string
   for (size_t i = 0; i < caches_.size(); ++i) {
     KESTREL_ASSIGN_OR_RETURN(void* slice, buffers_->allocate(m.output_info(1 + i)));
     KESTREL_RETURN_IF_ERROR(buffers_->bind_output(m, 1 + i, slice));
-    io.new_kv.push_back(static_cast<float*>(slice));
+    io.new_kv.push_back(static_cast<uint8_t*>(slice));
   }
   io.tokens = static_cast<int64_t*>(tokens);
   io.positions = static_cast<int64_t*>(positions);
@@ -250,12 +256,13 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
   // Unless the program wrote them in place, write each new slice at its position.
   int64_t copied = 0;
   if (!config_.cache_updated_in_place) {
-    const int64_t H = config_.n_kv_heads, C = config_.max_context, Dh = config_.head_dim;
-    const size_t row_bytes = static_cast<size_t>(Dh) * sizeof(float);
+    const int64_t H = config_.n_kv_heads, C = config_.max_context;
+    const size_t row_bytes = cache_row_bytes_;
     for (size_t i = 0; i < caches_.size(); ++i)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < io.step; ++t) {
-          std::memcpy(caches_[i] + (h * C + first + t) * Dh, io.new_kv[i] + (h * io.step + t) * Dh, row_bytes);
+          std::memcpy(caches_[i] + static_cast<size_t>(h * C + first + t) * row_bytes,
+                      io.new_kv[i] + static_cast<size_t>(h * io.step + t) * row_bytes, row_bytes);
           copied += static_cast<int64_t>(row_bytes);
         }
   }
@@ -352,8 +359,8 @@ std::vector<runtime::Method*> HfStaticIOManager::methods() {
 
 void HfStaticIOManager::reset() {
   history_.clear();
-  const size_t floats = static_cast<size_t>(config_.n_kv_heads * config_.max_context * config_.head_dim);
-  for (float* cache : caches_) std::memset(cache, 0, floats * sizeof(float));
+  const size_t bytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * cache_row_bytes_;
+  for (uint8_t* cache : caches_) std::memset(cache, 0, bytes);
 }
 
 }  // namespace kestrel::llm

@@ -110,6 +110,9 @@ TEST_F(Cli, ExportErrorsNameTheProblem) {
   out = run({"export", path("model"), "-o", path("x.kst"), "--dtype", "f8"});
   EXPECT_NE(out.exit_code, 0);
   EXPECT_NE(out.err.find("--dtype"), std::string::npos) << out.err;
+  out = run({"export", path("model"), "-o", path("x.kst"), "--cache-dtype", "bf16"});
+  EXPECT_NE(out.exit_code, 0);
+  EXPECT_NE(out.err.find("--cache-dtype: cache dtype must be f32 or f16, got 'bf16'"), std::string::npos) << out.err;
   out = run({"export", path("model"), "-o", path("x.kst"), "--backend", "qnm"});
   EXPECT_NE(out.exit_code, 0);
   EXPECT_NE(out.err.find("did you mean 'qnn'"), std::string::npos) << out.err;

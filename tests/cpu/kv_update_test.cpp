@@ -35,8 +35,13 @@ std::vector<std::vector<float>> generate(llm::HfStaticIOManager& io, const std::
   return out;
 }
 
-TEST(KvCacheUpdate, TheExporterDeclaresInPlaceUpdatesAndTheRunnerCopiesNothing) {
-  const auto spec = small_model_spec(DType::kF32, 4, 32);
+class KvCacheUpdateOfCaches : public ::testing::TestWithParam<DType> {};
+
+// With f32 and with f16 caches (whose rows the runner copies as 2-byte elements).
+TEST_P(KvCacheUpdateOfCaches, TheExporterDeclaresInPlaceUpdatesAndTheRunnerCopiesNothing) {
+  const DType cache_dtype = GetParam();
+  const auto spec = small_model_spec(DType::kF32, 4, 32, {}, cache_dtype);
+  EXPECT_EQ(std::get<std::string>(spec.metadata.at(keys::kCacheDtype)), dtype_name(cache_dtype));
   ASSERT_EQ(spec.metadata.count(keys::kCacheUpdate), 1u);
   EXPECT_EQ(std::get<std::string>(spec.metadata.at(keys::kCacheUpdate)), keys::kCacheUpdateInPlace);
   auto without_key = spec;
@@ -60,8 +65,8 @@ TEST(KvCacheUpdate, TheExporterDeclaresInPlaceUpdatesAndTheRunnerCopiesNothing) 
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0) << "step " << i;
 
-  // Counted at the copy: every layer's k and v slice, H rows of Dh floats per token.
-  const int64_t per_token = 2 * kLayers * kKvHeads * kHeadDim * static_cast<int64_t>(sizeof(float));
+  // Counted at the copy: every layer's k and v slice, H rows of Dh elements per token.
+  const int64_t per_token = 2 * kLayers * kKvHeads * kHeadDim * static_cast<int64_t>(dtype_element_size(cache_dtype));
   const llm::IoStats copied = copying->io_stats();
   EXPECT_EQ(copied.decode_calls, 2 + steps);
   EXPECT_EQ(copied.decode_cache_bytes_copied, copied.decode_calls * per_token);
@@ -71,6 +76,9 @@ TEST(KvCacheUpdate, TheExporterDeclaresInPlaceUpdatesAndTheRunnerCopiesNothing) 
   EXPECT_EQ(none.decode_cache_bytes_copied, 0);
   EXPECT_EQ(none.prefill_cache_bytes_copied, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheDtypes, KvCacheUpdateOfCaches, ::testing::Values(DType::kF32, DType::kF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(KvCacheUpdate, AnUnknownValueIsRefusedNamingTheKey) {
   auto spec = small_model_spec(DType::kF32, 4, 32);

@@ -46,10 +46,15 @@ std::vector<std::vector<float>> decode_route(llm::HfStaticIOManager& io) {
   return out;
 }
 
+// Every weight dtype with f32 caches, and f32 and q8 weights with f16 caches (keys and values
+// are rounded as they are stored, so a chunk's own tokens are read back rounded too).
 TEST(Routing, LogitsAreBitIdenticalInPrefillChunksDecodeStepsAndOverlappingTails) {
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    const auto program = export_small_model(dtype, kStep, kContext);
+  const std::vector<std::pair<DType, DType>> cases{{DType::kF32, DType::kF32}, {DType::kF16, DType::kF32},
+                                                   {DType::kBF16, DType::kF32}, {DType::kQ8, DType::kF32},
+                                                   {DType::kF32, DType::kF16}, {DType::kQ8, DType::kF16}};
+  for (const auto& [dtype, cache_dtype] : cases) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " weights, " << dtype_name(cache_dtype) << " caches");
+    const auto program = export_small_model(dtype, kStep, kContext, {}, cache_dtype);
     ASSERT_NE(program, nullptr);
     std::vector<std::vector<float>> first_isa;
     for (Isa isa : simd_isas()) {
@@ -150,9 +155,10 @@ TEST(Routing, PrefillBucketsTakeTheLargestStepThatFits) {
 
 TEST(Routing, OptimizedLogitsMatchThePortableKernels) {
   // The same program on the portable kernels (the oracle): close, not bitwise.
-  for (DType dtype : {DType::kF32, DType::kQ8}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    const auto program = export_small_model(dtype, kStep, kContext);
+  for (const auto& [dtype, cache_dtype] : std::vector<std::pair<DType, DType>>{
+           {DType::kF32, DType::kF32}, {DType::kQ8, DType::kF32}, {DType::kF32, DType::kF16}}) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " weights, " << dtype_name(cache_dtype) << " caches");
+    const auto program = export_small_model(dtype, kStep, kContext, {}, cache_dtype);
     ASSERT_NE(program, nullptr);
     auto portable = load_io(program, kernels::portable_kernel_registry());
     auto optimized = load_io(program, registry(2, best_supported_isa()));

@@ -298,6 +298,10 @@ std::vector<std::vector<double>> ReferenceModel::forward(const std::vector<int64
         for (auto& head : q[t]) rotate(head, t, inv);
         for (auto& head : k[t]) rotate(head, t, inv);
       }
+      if (f16_cache_)
+        for (auto* heads : {&k[t], &v[t]})
+          for (auto& head : *heads)
+            for (double& value : head) value = static_cast<double>(static_cast<_Float16>(value));
     }
     for (size_t t = 0; t < T; ++t) {
       // Sliding mask: kv_idx > q_idx - window.

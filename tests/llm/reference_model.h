@@ -24,6 +24,9 @@ class ReferenceModel {
   std::vector<std::vector<double>> forward(const std::vector<int64_t>& tokens) const;
   // Greedy continuation of `prompt` by `count` tokens.
   std::vector<int64_t> greedy(std::vector<int64_t> prompt, int count) const;
+  // Keys (after rotary embedding) and values rounded to IEEE half as they enter the cache, as a
+  // program with f16 caches stores them.
+  void set_f16_cache(bool on) { f16_cache_ = on; }
 
  private:
   struct Layer {
@@ -36,6 +39,7 @@ class ReferenceModel {
 
   std::string type_;  // model_type
   bool interleaved_;
+  bool f16_cache_ = false;
   int64_t context_;
   int64_t D_ = 0, F_ = 0, L_ = 0, Hq_ = 0, Hkv_ = 0, Dh_ = 0, V_ = 0, rotary_ = 0, max_positions_ = 0;
   double eps_ = 1e-6, theta_ = 10000, local_theta_ = 10000, scale_ = 0, embed_scale_ = 1;

@@ -133,6 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"kv_heads_mismatch", keys::kNumKvHeads, int64_t{4}, "cache"},
         InvalidCase{"head_dim_mismatch", keys::kHeadDim, int64_t{16}, "cache"},
         InvalidCase{"cache_dtype_u8", keys::kCacheDtype, std::string("u8"), "'cache_dtype' is 'u8'"},
+        InvalidCase{"cache_dtype_bf16", keys::kCacheDtype, std::string("bf16"), "'cache_dtype' is 'bf16'"},
+        InvalidCase{"cache_dtype_f16_on_f32_caches", keys::kCacheDtype, std::string("f16"), "input 2 (cache)"},
         InvalidCase{"logits_mode", keys::kLogits, std::string("middle"), "'logits' is 'middle'"},
         InvalidCase{"logits_all_on_last_program", keys::kLogits, std::string("all"), "logits"},
         InvalidCase{"eos_out_of_vocab", keys::kEosIds, std::vector<int64_t>{2, 96}, "'eos_ids' contains 96"},

@@ -25,6 +25,7 @@ struct ExportRequest {
   std::vector<int64_t> extra_prefill_steps;  // more prefill methods, one per step (buckets)
   int64_t max_context = 0;  // 0: the checkpoint's, capped at 1024
   DType dtype = DType::kF32;
+  DType cache_dtype = DType::kF32;  // KV caches: f32 or f16
   std::string logits = "last";
   std::string tokenizer;  // llama2.c tokenizer.bin (for .bin checkpoints)
   std::function<void(const std::string&)> progress;  // one line per stage (may be empty)
@@ -34,6 +35,8 @@ struct ExportRequest {
 
 // The weight dtypes a program can hold: f32, f16, bf16 or q8.
 Result<DType> parse_weight_dtype(const std::string& name);
+// The KV cache dtypes a program can use: f32 or f16.
+Result<DType> parse_cache_dtype(const std::string& name);
 
 // Refuses an output that is one of the files it reads (the checkpoint, the tokenizer) before
 // reading anything (refuse_overwriting_inputs).

@@ -17,6 +17,7 @@ struct DecoderOptions {
   int64_t max_context = 256; // cache length (C)
   DType weight_dtype = DType::kF32;  // matrices and embedding; norms and biases stay f32
   std::string logits = "last";       // "last": logits of the final token only; "all": every token
+  DType cache_dtype = DType::kF32;   // caches and new k/v slices: f32, or f16 (cast as stored)
 };
 
 Result<Graph> build_decoder_graph(WeightCache& weights, const DecoderOptions& options);

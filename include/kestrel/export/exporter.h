@@ -21,6 +21,9 @@ struct ExportOptions {
   std::vector<int64_t> extra_prefill_steps;
   int64_t max_context = 0;  // 0: the checkpoint's max_position_embeddings, capped at 1024
   DType dtype = DType::kF32;
+  // The KV caches' element type: f32 (exact), or f16 (half the cache memory and the attention
+  // reads of a decode step; keys and values are rounded to f16 as they are stored).
+  DType cache_dtype = DType::kF32;
   std::string logits = "last";
   // Run on every method graph before the partitioners' edge transforms.
   std::vector<std::shared_ptr<Pass>> passes;

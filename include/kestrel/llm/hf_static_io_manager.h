@@ -30,7 +30,7 @@ struct HfStaticConfig {
   int64_t n_layers = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  std::string cache_dtype;
+  DType cache_dtype = DType::kF32;  // f32 or f16: the caches' and the new slices' element type
   std::string logits;
   int64_t bos_id = -1;
   std::vector<int64_t> eos_ids;
@@ -79,7 +79,7 @@ class HfStaticIOManager final : public IOManager {
     int64_t* positions = nullptr;
     float* logits = nullptr;
     int64_t logit_rows = 0;
-    std::vector<float*> new_kv;  // per layer: k, v  [1, n_kv_heads, step, head_dim]
+    std::vector<uint8_t*> new_kv;  // per layer: k, v  [1, n_kv_heads, step, head_dim] of cache_dtype
     int64_t calls = 0;
     double seconds = 0;        // running mean per call
     int64_t bytes_copied = 0;  // into the caches, counted as copied
@@ -94,7 +94,8 @@ class HfStaticIOManager final : public IOManager {
   std::unique_ptr<IoBuffers> buffers_;  // declared after program_: freed before it
   HfStaticConfig config_;
   ModelInfo info_;
-  std::vector<float*> caches_;  // per layer: k, v  [1, n_kv_heads, max_context, head_dim]
+  std::vector<uint8_t*> caches_;  // per layer: k, v  [1, n_kv_heads, max_context, head_dim] of cache_dtype
+  size_t cache_row_bytes_ = 0;     // one head_dim row of a cache
   std::vector<MethodIo> prefills_;  // by increasing step, as config_.prefill_methods
   MethodIo decode_;
   std::vector<int64_t> history_;  // token at each filled position
