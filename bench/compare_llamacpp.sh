@@ -21,7 +21,7 @@
 #   5. for each weight type, thread count and test (ppN for every N in PROMPTS, tgN_TOKENS),
 #      REPS interleaved runs of
 #        kestrel bench PROGRAM -p N -n 0 -t T -r 1 --json   (or -p 0 -n N)
-#        llama-bench -m GGUF -p N -n 0 -t T -r 1 -o json     (or -p 0 -n N)
+#        llama-bench -m GGUF -p N -n 0 -t T -ctk C -ctv C -r 1 -o json     (or -p 0 -n N)
 #      both from an empty cache, without sampling; then a table of medians (and bests), the
 #      ratio, and for prefill the arithmetic rate against the peak, for decode the bandwidth
 #      bound.
@@ -33,6 +33,7 @@
 #   DIM HIDDEN LAYERS HEADS VOCAB SEQ   model shape [768 2048 12 12 32000 1024]
 #   THREADS_LIST      thread counts to compare ["1 <nproc>"]
 #   DTYPES            weight types ["q8 f32"]
+#   CACHE_DTYPE       KV cache type of both sides, f16 or f32 [f16, llama.cpp's default]
 #   PROMPTS           prompt lengths ["128 512"]
 #   N_TOKENS          generated tokens per decode run [128]
 #   PREFILL_STEP      kestrel's prefill step (tokens per prefill call) [128]
@@ -75,6 +76,7 @@ mkdir -p "${work}"
 nproc_all="$(nproc)"
 threads_list="${THREADS_LIST:-1 ${nproc_all}}"
 dtypes="${DTYPES:-q8 f32}"
+cache_dtype="${CACHE_DTYPE:-f16}"
 prompts="${PROMPTS:-128 512}"
 n_tokens="${N_TOKENS:-128}"
 prefill_step="${PREFILL_STEP:-128}"
@@ -90,6 +92,7 @@ source "${repo}/bench/bench_lib.sh"
 log "machine: $(lscpu | sed -n 's/^Model name: *//p') | ${nproc_all} CPUs | $(free -g | awk '/Mem:/ {print $2}') GiB"
 log "load: $(uptime)"
 log "work dir: ${work}"
+log "KV caches: ${cache_dtype} on both sides"
 
 # 1. The model.
 model_json="$("${make_model}" "${work}" --dim "${DIM:-768}" --hidden "${HIDDEN:-2048}" --layers "${LAYERS:-12}" \
@@ -103,7 +106,7 @@ layer_values="$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m[
 # 2. kestrel programs.
 for dtype in ${dtypes}; do
   "${kestrel}" export "${work}/model.bin" --tokenizer "${work}/tokenizer.bin" -o "${work}/${dtype}.kst" --dtype "${dtype}" \
-    --prefill-step "${prefill_step}" ${extra_prefill_steps:+--extra-prefill-steps "${extra_prefill_steps}"} -q
+    --cache-dtype "${cache_dtype}" --prefill-step "${prefill_step}" ${extra_prefill_steps:+--extra-prefill-steps "${extra_prefill_steps}"} -q
 done
 
 # 3. llama.cpp models from the same checkpoint, with llama.cpp's own tools.
@@ -126,7 +129,7 @@ kestrel_tps() {  # program threads prompt gen
   json_get "$("${kestrel}" bench "$1" -t "$2" -p "$3" -n "$4" -r 1 --json)" tests 0 tok_s_mean
 }
 llama_tps() {  # gguf threads prompt gen
-  json_get "$("${llama_bin}/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -r 1 -o json 2> /dev/null)" 0 avg_ts
+  json_get "$("${llama_bin}/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -ctk "${cache_dtype}" -ctv "${cache_dtype}" -r 1 -o json 2> /dev/null)" 0 avg_ts
 }
 stats() {  # values... -> "median best"
   python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.1f} {max(v):.1f}")' "$@"

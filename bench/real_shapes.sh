@@ -16,6 +16,7 @@
 #   WORK_DIR        where models and programs go [/tmp/kestrel-real-shapes]
 #   SHAPES          ["qwen3-0.6b llama3.2-1b"]
 #   DTYPES          ["q8 f16"]
+#   CACHE_DTYPE     KV cache type, f32 or f16 [f32]
 #   THREADS_LIST    ["1 <nproc>"]
 #   PROMPTS         prompt lengths, comma separated ["128,512"]
 #   N_TOKENS        generated tokens [128]
@@ -37,6 +38,7 @@ done
 work="${WORK_DIR:-/tmp/kestrel-real-shapes}"
 shapes="${SHAPES:-qwen3-0.6b llama3.2-1b}"
 dtypes="${DTYPES:-q8 f16}"
+cache_dtype="${CACHE_DTYPE:-f32}"
 threads_list="${THREADS_LIST:-1 $(nproc)}"
 prompts="${PROMPTS:-128,512}"
 n_tokens="${N_TOKENS:-128}"
@@ -79,8 +81,8 @@ for shape in ${shapes}; do
   fi
   decode_values="$(json_get "$(cat "${dir}/model.json")" decode_weight_values)"
   for dtype in ${dtypes}; do
-    program="${dir}/${dtype}-s${prefill_step}${extra_prefill_steps:+-${extra_prefill_steps//,/-}}.kst"
-    [[ -f "${program}" ]] || "${kestrel}" export "${dir}" -o "${program}" --dtype "${dtype}" \
+    program="${dir}/${dtype}-s${prefill_step}${extra_prefill_steps:+-${extra_prefill_steps//,/-}}$([[ "${cache_dtype}" == f32 ]] || echo "-kv${cache_dtype}").kst"
+    [[ -f "${program}" ]] || "${kestrel}" export "${dir}" -o "${program}" --dtype "${dtype}" --cache-dtype "${cache_dtype}" \
       --max-context "${max_context}" --prefill-step "${prefill_step}" \
       ${extra_prefill_steps:+--extra-prefill-steps "${extra_prefill_steps}"} -q
     bytes_per_value="$([[ "${dtype}" == q8 ]] && echo 1.0625 || echo 2)"
@@ -104,7 +106,7 @@ log "load: $(uptime)"
 tests="$(python3 -c 'import sys; print(" | ".join([f"pp{p} tok/s" for p in sys.argv[1].split(",")] + [f"tg{sys.argv[2]} tok/s"]))' \
   "${prompts}" "${n_tokens}")"
 echo
-echo "median of ${reps} runs"
+echo "median of ${reps} runs, ${cache_dtype} KV caches"
 echo
 echo "| shape | weights | threads | ${tests} | weights MB/token | read GB/s (weights-sized) | bound tok/s | decode / bound | load ms | peak RSS MiB | background busy |"
 echo "|---|---|---|$(python3 -c 'import sys; print("---|" * (len(sys.argv[1].split(",")) + 1))' "${prompts}")---|---|---|---|---|---|---|"
