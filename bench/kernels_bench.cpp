@@ -7,7 +7,8 @@
 //   decode_step_linears   every linear of one decode step of a ~110M model, each with its own
 //                         weights (memory-bound: the weight stream of a real decode step)
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
-//   attention/...         one layer's attention for a decode step or a chunk of 128 queries
+//   attention/...         one layer's attention for a decode step or a chunk of 128 queries,
+//                         with f32 caches and (suffix _f16kv) f16 caches
 //   ./kernels_bench --benchmark_filter='linear/q8'   (Google Benchmark flags apply)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -120,22 +121,22 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
       benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Attention of one prompt chunk of a ~110M llama layer (12 heads of 64, an f32 cache of 1024
-// positions): `T` queries at positions [first, first + T), each over every cache row up to its
-// own. GFLOPS counts the flops per (query, key) pair attended: 2 * Dh for
-// the score and 2 * Dh for the weighted sum.
-void attention_chunk(benchmark::State& state, int64_t T, int64_t first, bool cold,
+// Attention of one prompt chunk of a ~110M llama layer (12 heads of 64, a cache of 1024
+// positions in `cache` elements, f32 or f16): `T` queries at positions [first, first + T), each
+// over every cache row up to its own. GFLOPS counts the flops per (query, key) pair attended:
+// 2 * Dh for the score and 2 * Dh for the weighted sum.
+void attention_chunk(benchmark::State& state, int64_t T, int64_t first, bool cold, DType cache,
                      std::shared_ptr<const runtime::KernelRegistry> registry) {
   constexpr int64_t H = 12, C = 1024, Dh = 64;
   std::vector<float> q = random_values(static_cast<size_t>(H * T * Dh), 3, 1.0f);
-  std::vector<float> k = random_values(static_cast<size_t>(H * C * Dh), 4, 1.0f);
-  std::vector<float> v = random_values(static_cast<size_t>(H * C * Dh), 5, 1.0f);
+  std::vector<uint8_t> k = encode(cache, random_values(static_cast<size_t>(H * C * Dh), 4, 1.0f), H * C, Dh);
+  std::vector<uint8_t> v = encode(cache, random_values(static_cast<size_t>(H * C * Dh), 5, 1.0f), H * C, Dh);
   std::vector<float> out(q.size());
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = first + t;
   const std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, q.data()),
-                                       TensorView::contiguous(DType::kF32, {1, H, C, Dh}, k.data()),
-                                       TensorView::contiguous(DType::kF32, {1, H, C, Dh}, v.data()),
+                                       TensorView::contiguous(cache, {1, H, C, Dh}, k.data()),
+                                       TensorView::contiguous(cache, {1, H, C, Dh}, v.data()),
                                        TensorView::contiguous(DType::kI64, {T}, positions.data())};
   std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, out.data())};
   const program::Attrs attrs{{"scale", 0.125}};
@@ -239,15 +240,18 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
+  const std::vector<Variant> attention_variants{{"optimized_t1", optimized(1, true)},
+                                                {fmt::format("optimized_t{}", all), optimized(all, true)}};
   for (const auto& [T, first] : {std::pair<int64_t, int64_t>{1, 511}, {1, 127}, {128, 0}, {128, 384}})
-   for (bool cold : {false, true})
-    for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
-                                                    {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
-      const std::string name = fmt::format("attention/T{}_from{}{}/{}", T, first, cold ? "_cold" : "", variant.name);
-      benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, cold, variant.registry)
-          ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
-    }
+    for (bool cold : {false, true})
+      for (DType cache : {DType::kF32, DType::kF16})
+        for (const auto& variant : attention_variants) {
+          const std::string name = fmt::format("attention/T{}_from{}{}{}/{}", T, first, cold ? "_cold" : "",
+                                               cache == DType::kF16 ? "_f16kv" : "", variant.name);
+          benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, cold, cache, variant.registry)
+              ->Unit(benchmark::kMicrosecond)
+              ->UseRealTime();
+        }
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     std::vector<Variant> variants{{"portable", kernels::portable_kernel_registry()},
                                   {"optimized_t1", optimized(1, true)},

@@ -167,7 +167,7 @@ TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
   // Decode attends one query; a prefill chunk attends many in blocks. Each query's result must
   // not depend on the block it is in. Slots past a query's position hold garbage (nan), which
   // must never be read. The shapes include the head sizes with their own one-row code, alone
-  // (one kv head per query head) and grouped.
+  // (one kv head per query head) and grouped; the caches are f32 and f16.
   struct Shape {
     int64_t Hq, Hkv, Dh;
   };
@@ -181,13 +181,14 @@ TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
     for (int64_t h = 0; h < Hkv; ++h)
       for (int64_t s = 39; s < C; ++s)
         for (int64_t d = 0; d < Dh; ++d) kv_values[(h * C + s) * Dh + d] = std::numeric_limits<float>::quiet_NaN();
-    auto k = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
-    auto v = Tensor::from_floats(DType::kF32, {1, Hkv, C, Dh}, kv_values);
     auto pos = Tensor::from_ints({T}, positions);
-    for (int64_t window : {int64_t{0}, int64_t{7}}) {
+    for (const auto& [cache, window] : {std::pair{DType::kF32, int64_t{0}}, std::pair{DType::kF32, int64_t{7}},
+                                        std::pair{DType::kF16, int64_t{0}}, std::pair{DType::kF16, int64_t{7}}}) {
+      auto k = Tensor::from_floats(cache, {1, Hkv, C, Dh}, kv_values);
+      auto v = Tensor::from_floats(cache, {1, Hkv, C, Dh}, kv_values);
       const program::Attrs attrs{{"scale", 0.2}, {"window", window}};
       for (Isa isa : simd_isas()) {
-        SCOPED_TRACE(::testing::Message() << isa_label(isa) << " window " << window);
+        SCOPED_TRACE(::testing::Message() << isa_label(isa) << " " << dtype_name(cache) << " cache, window " << window);
         Tensor block(DType::kF32, q.shape());
         ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {block.view()}, attrs).ok());
         const auto all = block.floats(), qs = q.floats();
@@ -210,16 +211,117 @@ TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
   }
 }
 
-TEST(OptimizedAttentionCaches, NarrowCachesUseThePortableKernel) {
+TEST(OptimizedAttentionCaches, MixedAndBf16CachesUseThePortableKernel) {
   const int64_t H = 2, T = 2, C = 8, Dh = 16;
   auto q = Tensor::from_floats(DType::kF32, {1, H, T, Dh}, random_floats(H * T * Dh, 4));
-  auto k = Tensor::from_floats(DType::kF16, {1, H, C, Dh}, random_floats(H * C * Dh, 5));
-  auto v = Tensor::from_floats(DType::kBF16, {1, H, C, Dh}, random_floats(H * C * Dh, 6));
   auto pos = Tensor::from_ints({T}, {3, 4});
-  Tensor got(DType::kF32, q.shape()), want(DType::kF32, q.shape());
-  ASSERT_TRUE(run(*registry(3), "attention", {q.view(), k.view(), v.view(), pos.view()}, {got.view()}).ok());
-  ASSERT_TRUE(run(portable(), "attention", {q.view(), k.view(), v.view(), pos.view()}, {want.view()}).ok());
-  EXPECT_TRUE(same_bytes(got, want));
+  for (const auto& [k_dtype, v_dtype] : {std::pair{DType::kF16, DType::kBF16}, std::pair{DType::kBF16, DType::kBF16},
+                                         std::pair{DType::kF32, DType::kF16}}) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(k_dtype) << " " << dtype_name(v_dtype));
+    auto k = Tensor::from_floats(k_dtype, {1, H, C, Dh}, random_floats(H * C * Dh, 5));
+    auto v = Tensor::from_floats(v_dtype, {1, H, C, Dh}, random_floats(H * C * Dh, 6));
+    Tensor got(DType::kF32, q.shape()), want(DType::kF32, q.shape());
+    ASSERT_TRUE(run(*registry(3), "attention", {q.view(), k.view(), v.view(), pos.view()}, {got.view()}).ok());
+    ASSERT_TRUE(run(portable(), "attention", {q.view(), k.view(), v.view(), pos.view()}, {want.view()}).ok());
+    EXPECT_TRUE(same_bytes(got, want));
+  }
+}
+
+// f16 caches, read directly by the optimized kernel: decode steps at positions on and off
+// multiples of 16, with four or five kv heads (read side by side) shared by two or four query
+// heads, and prompt chunks; head sizes with their own unrolled code (64, 128) and with tail
+// lanes (72, 40, 20: past the last 16, or 8, values), some with a sliding window.
+std::vector<AttentionCase> f16_cache_cases() {
+  auto from = [](int64_t first, int64_t T) {
+    std::vector<int64_t> positions;
+    for (int64_t t = 0; t < T; ++t) positions.push_back(first + t);
+    return positions;
+  };
+  return {AttentionCase{1, 8, 4, 1, 80, 64, {15}},    AttentionCase{1, 8, 4, 1, 80, 64, {16}},
+          AttentionCase{1, 16, 4, 1, 80, 128, {47}},  AttentionCase{2, 10, 5, 1, 80, 72, {79}},
+          AttentionCase{1, 8, 4, 1, 80, 40, {50}, 16}, AttentionCase{1, 8, 4, 1, 40, 20, {33}},
+          AttentionCase{1, 4, 2, 5, 64, 64, from(3, 5)}, AttentionCase{1, 8, 2, 37, 96, 128, from(40, 37), 24},
+          AttentionCase{1, 4, 1, 37, 64, 72, from(10, 37)}, AttentionCase{2, 4, 2, 5, 48, 40, {7, 16, 17, 31, 47}, 9},
+          AttentionCase{1, 4, 2, 5, 24, 20, from(19, 5), 6}};
+}
+
+std::string describe(const AttentionCase& c) {
+  std::ostringstream text;
+  text << "B" << c.B << " Hq" << c.Hq << " Hkv" << c.Hkv << " T" << c.T << " C" << c.C << " Dh" << c.Dh << " first position "
+       << c.positions[0] << " window " << c.window;
+  return text.str();
+}
+
+// An f32 tensor holding t's values (widening f16 is exact).
+Tensor widened(const Tensor& t) {
+  const auto values = t.values();
+  return Tensor::from_floats(DType::kF32, t.shape(), std::vector<float>(values.begin(), values.end()));
+}
+
+// Random q and f16 caches for a case, and f32 caches holding the same values.
+struct F16CacheOperands {
+  Tensor q, k16, v16, k32, v32, pos;
+  double scale;
+  program::Attrs attrs;
+  std::vector<TensorView> f16_inputs() const { return {q.view(), k16.view(), v16.view(), pos.view()}; }
+  std::vector<TensorView> f32_inputs() const { return {q.view(), k32.view(), v32.view(), pos.view()}; }
+};
+F16CacheOperands f16_cache_operands(const AttentionCase& c) {
+  const int64_t kv_values = c.B * c.Hkv * c.C * c.Dh;
+  auto k16 = Tensor::from_floats(DType::kF16, {c.B, c.Hkv, c.C, c.Dh}, random_floats(kv_values, 32, -2, 2));
+  auto v16 = Tensor::from_floats(DType::kF16, {c.B, c.Hkv, c.C, c.Dh}, random_floats(kv_values, 33));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.Dh));
+  return {Tensor::from_floats(DType::kF32, {c.B, c.Hq, c.T, c.Dh}, random_floats(c.B * c.Hq * c.T * c.Dh, 31, -2, 2)),
+          k16, v16, widened(k16), widened(v16), Tensor::from_ints({c.T}, c.positions), scale,
+          program::Attrs{{"scale", scale}, {"window", c.window}}};
+}
+
+TEST(OptimizedAttentionF16Caches, MatchReferenceOnEverySimdSetAndThreadCount) {
+  for (const AttentionCase& c : f16_cache_cases()) {
+    SCOPED_TRACE(describe(c));
+    const F16CacheOperands op = f16_cache_operands(c);
+    const auto want =
+        reference_attention(c, op.q.values(), op.k16.values(), op.v16.values(), static_cast<float>(op.scale));
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor y1(DType::kF32, op.q.shape()), y2(DType::kF32, op.q.shape());
+      ASSERT_TRUE(run(*registry(1, isa), "attention", op.f16_inputs(), {y1.view()}, op.attrs).ok());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", op.f16_inputs(), {y2.view()}, op.attrs).ok());
+      EXPECT_TRUE(all_close(y1.values(), want, 1e-5));
+      EXPECT_TRUE(same_bytes(y1, y2));
+    }
+  }
+}
+
+TEST(OptimizedAttentionF16Caches, GiveTheBitsOfF32CachesHoldingTheSameValues) {
+  for (const AttentionCase& c : f16_cache_cases()) {
+    SCOPED_TRACE(describe(c));
+    const F16CacheOperands op = f16_cache_operands(c);
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor from_f16(DType::kF32, op.q.shape()), from_f32(DType::kF32, op.q.shape());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", op.f16_inputs(), {from_f16.view()}, op.attrs).ok());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", op.f32_inputs(), {from_f32.view()}, op.attrs).ok());
+      EXPECT_TRUE(same_bytes(from_f16, from_f32));
+    }
+  }
+}
+
+TEST(OptimizedAttentionF16Caches, OutputMayBeQ) {
+  for (const AttentionCase& c : f16_cache_cases()) {
+    SCOPED_TRACE(describe(c));
+    const F16CacheOperands op = f16_cache_operands(c);
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor separate(DType::kF32, op.q.shape());
+      ASSERT_TRUE(run(*registry(2, isa), "attention", op.f16_inputs(), {separate.view()}, op.attrs).ok());
+      Tensor inplace = op.q;
+      ASSERT_TRUE(run(*registry(2, isa), "attention", {inplace.view(), op.k16.view(), op.v16.view(), op.pos.view()},
+                      {inplace.view()}, op.attrs)
+                      .ok());
+      EXPECT_TRUE(same_bytes(inplace, separate));
+    }
+  }
 }
 
 // ---- rms_norm -----------------------------------------------------------------------------

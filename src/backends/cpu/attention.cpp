@@ -1,9 +1,11 @@
-// attention over a static f32 KV cache. A task is one kv head of one batch row with a block of
-// queries of every query head that shares it (in a decode step, up to four kv heads, whose
-// cache rows it reads side by side): the scores of the whole block are computed one chunk of 16
-// cache rows at a time, then each row's softmax, then the weighted sums of value rows, so the
-// block reads each key and value row once. Narrower caches go to the portable
-// kernel. Validation is the portable kernel's, check for check (the `window` attribute of
+// attention over a static KV cache, k and v both f32 or both f16 (read as they are stored and
+// widened in registers: an f16 cache gives the bits of an f32 cache holding the same values).
+// A task is one kv head of one batch row with a block of queries of every query head that
+// shares it (in a decode step, up to four kv heads, whose cache rows it reads side by side): the
+// scores of the whole block are computed one chunk of 16 cache rows at a time, then each row's
+// softmax, then the weighted sums of value rows, so the block reads each key and value row
+// once. Other caches (bf16, or k and v of different types) go to the portable kernel.
+// Validation is the portable kernel's, check for check (the `window` attribute of
 // sliding-window attention included: 0 or absent is unlimited).
 #include <algorithm>
 
@@ -21,6 +23,9 @@ struct AttentionState {
   Config config;
   size_t task_floats = 0;  // scratch per task (per thread)
 };
+
+// Whether the SIMD kernels read caches of these types directly.
+bool simd_reads_caches(DType k, DType v) { return k == v && (k == DType::kF32 || k == DType::kF16); }
 
 }  // namespace
 
@@ -43,14 +48,14 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
 
 Status attention(KernelContext& ctx) {
   const auto* state = static_cast<const AttentionState*>(ctx.state);
-  if (state == nullptr || ctx.inputs.size() != 4 || ctx.inputs[1].dtype != DType::kF32 ||
-      ctx.inputs[2].dtype != DType::kF32)
+  if (state == nullptr || ctx.inputs.size() != 4 || !simd_reads_caches(ctx.inputs[1].dtype, ctx.inputs[2].dtype))
     return kernels::attention_kernel(ctx);
   KESTREL_ASSIGN_OR_RETURN(const kernels::AttentionDims dims, kernels::check_attention(ctx));
   AttentionOperands op;
   op.q = ctx.inputs[0].as<const float>();
-  op.k = ctx.inputs[1].as<const float>();
-  op.v = ctx.inputs[2].as<const float>();
+  op.k = ctx.inputs[1].data;
+  op.v = ctx.inputs[2].data;
+  op.cache_dtype = ctx.inputs[1].dtype;
   op.positions = ctx.inputs[3].as<const int64_t>();
   op.out = ctx.outputs[0].as<float>();
   op.B = dims.B, op.Hq = dims.Hq, op.Hkv = dims.Hkv, op.T = dims.T, op.C = dims.C, op.Dh = dims.Dh;

@@ -37,11 +37,13 @@ struct LinearOperands {
 };
 
 // One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
-// (may be q itself).
+// (may be q itself). The caches hold `cache_dtype` elements, f32 or f16 (IEEE half bits), both
+// the same; q and out are f32.
 struct AttentionOperands {
   const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType cache_dtype = DType::kF32;
   const int64_t* positions = nullptr;
   float* out = nullptr;
   int64_t B = 0, Hq = 0, Hkv = 0, T = 0, C = 0, Dh = 0;
@@ -84,8 +86,8 @@ const SimdKernels& simd_kernels(Isa isa);
 struct AttentionRow {
   const float* q;
   float* out;
-  const float* k;  // its kv head's key and value rows
-  const float* v;
+  const void* k;  // its kv head's key and value rows (cache_dtype elements)
+  const void* v;
   int64_t lo, hi;
 };
 inline constexpr int64_t kAttentionRowFloats = sizeof(AttentionRow) / sizeof(float);
