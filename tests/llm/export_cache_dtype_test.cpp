@@ -31,14 +31,7 @@ std::vector<CacheCase> cache_cases() {
   qwen3.architecture = "Qwen3ForCausalLM";
   qwen3.num_kv_heads = 1;
   all.push_back({"qwen3", qwen3});
-  auto gemma = small_fixture();
-  gemma.architecture = "Gemma3ForCausalLM";
-  gemma.num_kv_heads = 1;
-  gemma.head_dim = 8;
-  gemma.tie_word_embeddings = true;
-  gemma.sliding_window = 5;
-  gemma.config_overrides = R"({"sliding_window_pattern": 2})";
-  all.push_back({"gemma3", gemma});
+  all.push_back({"gemma3", gemma3_sliding(small_fixture())});
   auto phi = small_fixture();
   phi.architecture = "Phi3ForCausalLM";
   phi.config_overrides = R"({"partial_rotary_factor": 0.75})";

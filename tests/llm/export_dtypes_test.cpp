@@ -33,14 +33,7 @@ std::vector<DtypeCase> dtype_cases() {
   qwen3.num_kv_heads = 1;
   qwen3.head_dim = 16;  // q rows 32: o_proj's columns stay whole blocks
   all.push_back({"qwen3", qwen3});
-  auto gemma = base;
-  gemma.architecture = "Gemma3ForCausalLM";
-  gemma.num_kv_heads = 1;
-  gemma.head_dim = 8;
-  gemma.tie_word_embeddings = true;
-  gemma.sliding_window = 5;
-  gemma.config_overrides = R"({"sliding_window_pattern": 2})";
-  all.push_back({"gemma3", gemma});
+  all.push_back({"gemma3", gemma3_sliding(base)});
   auto phi = base;
   phi.architecture = "Phi3ForCausalLM";
   phi.config_overrides = R"({"partial_rotary_factor": 0.75})";

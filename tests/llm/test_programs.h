@@ -43,6 +43,18 @@ inline fixtures::FixtureConfig small_fixture() {
   return config;
 }
 
+// `base` as a Gemma 3 checkpoint whose every other layer slides over a window of 5 positions
+// (one kv head of 8, tied embeddings).
+inline fixtures::FixtureConfig gemma3_sliding(fixtures::FixtureConfig base) {
+  base.architecture = "Gemma3ForCausalLM";
+  base.num_kv_heads = 1;
+  base.head_dim = 8;
+  base.tie_word_embeddings = true;
+  base.sliding_window = 5;
+  base.config_overrides = R"({"sliding_window_pattern": 2})";
+  return base;
+}
+
 inline exporter::ExportOptions small_export(int64_t prefill_step = 4, int64_t max_context = 48) {
   exporter::ExportOptions options;
   options.prefill_step = prefill_step;
