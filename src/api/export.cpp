@@ -5,6 +5,7 @@
 #include "kestrel/api/export_inputs.h"
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/checkpoint.h"
+#include "kestrel/program/io_contract.h"
 #include "kestrel/program/writer.h"
 
 namespace kestrel::api {
@@ -17,9 +18,10 @@ Result<DType> parse_weight_dtype(const std::string& name) {
 }
 
 Result<DType> parse_cache_dtype(const std::string& name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "f16") return DType::kF16;
-  return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32 or f16, got '{}'", name);
+  auto dtype = dtype_from_name(name);
+  if (!dtype || !contract::hf_static::is_cache_dtype(*dtype))
+    return make_error(ErrorCode::kInvalidArgument, "cache dtype must be f32 or f16, got '{}'", name);
+  return *dtype;
 }
 
 Result<exporter::ExportReport> export_checkpoint(const ExportRequest& request) {

@@ -101,7 +101,7 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
   if (!dtype_is_float(options.dtype) && options.dtype != DType::kQ8)
     return make_error(ErrorCode::kInvalidArgument, "--dtype must be f32, f16, bf16 or q8, got {}",
                       dtype_name(options.dtype));
-  if (options.cache_dtype != DType::kF32 && options.cache_dtype != DType::kF16)
+  if (!keys::is_cache_dtype(options.cache_dtype))
     return make_error(ErrorCode::kInvalidArgument, "--cache-dtype must be f32 or f16, got {}",
                       dtype_name(options.cache_dtype));
   if (options.max_context < 0)

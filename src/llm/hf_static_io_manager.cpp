@@ -130,14 +130,11 @@ Result<HfStaticConfig> parse_hf_static_metadata(const program::Metadata& metadat
   KESTREL_ASSIGN_OR_RETURN(config.n_kv_heads, read_positive(metadata, keys::kNumKvHeads));
   KESTREL_ASSIGN_OR_RETURN(config.head_dim, read_positive(metadata, keys::kHeadDim));
   KESTREL_ASSIGN_OR_RETURN(const std::string cache_dtype, read<std::string>(metadata, keys::kCacheDtype, "a string"));
-  if (cache_dtype == "f32") {
-    config.cache_dtype = DType::kF32;
-  } else if (cache_dtype == "f16") {
-    config.cache_dtype = DType::kF16;
-  } else {
+  const auto cache_element = dtype_from_name(cache_dtype);
+  if (!cache_element || !keys::is_cache_dtype(*cache_element))
     return field_error(keys::kCacheDtype,
                        fmt::format("is '{}'; version 1 defines 'f32' and 'f16' caches", cache_dtype));
-  }
+  config.cache_dtype = *cache_element;
   KESTREL_ASSIGN_OR_RETURN(config.logits, read<std::string>(metadata, keys::kLogits, "a string"));
   if (config.logits != "last" && config.logits != "all")
     return field_error(keys::kLogits, fmt::format("is '{}'; expected 'last' or 'all'", config.logits));
@@ -198,8 +195,7 @@ Status HfStaticIOManager::load(std::shared_ptr<const runtime::Program> program,
   runtime::TensorInfo cache_info;
   cache_info.dtype = config_.cache_dtype;
   cache_info.shape = Shape{1, config_.n_kv_heads, config_.max_context, config_.head_dim};
-  cache_row_bytes_ = static_cast<size_t>(config_.head_dim) * dtype_element_size(config_.cache_dtype);
-  cache_info.nbytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * cache_row_bytes_;
+  cache_info.nbytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * config_.cache_row_bytes();
   caches_.clear();
   for (int64_t l = 0; l < config_.n_layers; ++l)
     for (const char* kind : {"k", "v"}) {
@@ -257,7 +253,7 @@ Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
   int64_t copied = 0;
   if (!config_.cache_updated_in_place) {
     const int64_t H = config_.n_kv_heads, C = config_.max_context;
-    const size_t row_bytes = cache_row_bytes_;
+    const size_t row_bytes = config_.cache_row_bytes();
     for (size_t i = 0; i < caches_.size(); ++i)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < io.step; ++t) {
@@ -359,7 +355,7 @@ std::vector<runtime::Method*> HfStaticIOManager::methods() {
 
 void HfStaticIOManager::reset() {
   history_.clear();
-  const size_t bytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * cache_row_bytes_;
+  const size_t bytes = static_cast<size_t>(config_.n_kv_heads * config_.max_context) * config_.cache_row_bytes();
   for (uint8_t* cache : caches_) std::memset(cache, 0, bytes);
 }
 

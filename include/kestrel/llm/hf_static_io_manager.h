@@ -37,6 +37,9 @@ struct HfStaticConfig {
   // Optional key cache_update = "in_place": the methods write their new k/v slices into the
   // caches themselves, so the runner copies nothing (absent or "runner": the runner copies).
   bool cache_updated_in_place = false;
+
+  // Bytes of one head_dim row of a cache.
+  size_t cache_row_bytes() const { return static_cast<size_t>(head_dim) * dtype_element_size(cache_dtype); }
 };
 
 // Reads and checks every field; the error names the first field that is missing or invalid.
@@ -95,7 +98,6 @@ class HfStaticIOManager final : public IOManager {
   HfStaticConfig config_;
   ModelInfo info_;
   std::vector<uint8_t*> caches_;  // per layer: k, v  [1, n_kv_heads, max_context, head_dim] of cache_dtype
-  size_t cache_row_bytes_ = 0;     // one head_dim row of a cache
   std::vector<MethodIo> prefills_;  // by increasing step, as config_.prefill_methods
   MethodIo decode_;
   std::vector<int64_t> history_;  // token at each filled position

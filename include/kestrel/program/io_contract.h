@@ -2,6 +2,8 @@
 // The hf_static contract is specified in docs/hf_static-v1.md.
 #pragma once
 
+#include "kestrel/core/dtype.h"
+
 namespace kestrel::contract {
 
 inline constexpr const char* kIoContract = "io_contract";
@@ -25,6 +27,8 @@ inline constexpr const char* kNumHeads = "n_heads";
 inline constexpr const char* kNumKvHeads = "n_kv_heads";
 inline constexpr const char* kHeadDim = "head_dim";
 inline constexpr const char* kCacheDtype = "cache_dtype";
+// The element types a cache (and a new k/v slice) may have: f32, or f16 ("f16 caches").
+inline constexpr bool is_cache_dtype(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF16; }
 inline constexpr const char* kLogits = "logits";  // "last" or "all"
 inline constexpr const char* kBosId = "bos_id";
 inline constexpr const char* kEosIds = "eos_ids";
