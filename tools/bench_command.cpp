@@ -1,9 +1,11 @@
 // kestrel bench PROGRAM: prompt processing and generation speed, in the style of llama-bench.
 // For every thread count the program is loaded once (load time measured); then each prompt
-// length is processed from an empty cache (ppN: N tokens through the prefill and decode
-// methods as the runner routes them), and N tokens are generated one decode step at a time
-// from an empty cache (tgN; no sampling, like llama-bench). Every test runs once unmeasured,
-// then `reps` measured times; the report is the mean and standard deviation of tokens/s.
+// length is processed (ppN: N tokens through the prefill and decode methods as the runner
+// routes them), and N tokens are generated one decode step at a time (tgN; no sampling, like
+// llama-bench). Each test starts at a context depth D (-d, default 0: an empty cache); the
+// D tokens before it are run once, unmeasured, and every repetition rewinds to position D.
+// Every test runs once unmeasured, then `reps` measured times; the report is the mean and
+// standard deviation of tokens/s.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +32,7 @@ struct BenchArgs {
   std::string program;
   std::vector<int64_t> prompt_lengths{512};
   std::vector<int64_t> generate_lengths{128};
+  std::vector<int64_t> depths{0};
   std::vector<int> threads{0};
   int reps = 5;
   bool json = false;
@@ -47,8 +50,8 @@ struct ProfileRow {
 };
 
 struct TestResult {
-  std::string name;  // "pp512", "tg128"
-  int64_t n_prompt = 0, n_gen = 0;
+  std::string name;  // "pp512", "tg128", "tg128@d512"
+  int64_t n_prompt = 0, n_gen = 0, n_depth = 0;
   int threads = 0;
   std::vector<double> samples{};  // tokens/s per measured repetition
   double load_ms = 0;
@@ -89,21 +92,28 @@ std::vector<int64_t> bench_tokens(int64_t n, int64_t vocab) {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Prompt processing of `n` tokens from an empty cache.
-Result<double> run_prompt(llm::IOManager& io, const std::vector<int64_t>& tokens) {
-  io.reset();
+// Prompt processing of `tokens` at positions from `depth` on. Starting at `depth` rewinds the
+// manager's history there; the cache rows before it stay as the fill left them.
+Result<double> run_prompt(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
   const auto start = Clock::now();
-  KESTREL_RETURN_IF_ERROR(io.forward(tokens, 0));
+  KESTREL_RETURN_IF_ERROR(io.forward(tokens, depth));
   return static_cast<double>(tokens.size()) / seconds_since(start);
 }
 
-// `n` decode steps from an empty cache, one token each.
-Result<double> run_generate(llm::IOManager& io, const std::vector<int64_t>& tokens) {
-  io.reset();
+// One decode step per token, at positions from `depth` on.
+Result<double> run_generate(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
   const auto start = Clock::now();
   for (size_t i = 0; i < tokens.size(); ++i)
-    KESTREL_RETURN_IF_ERROR(io.forward(std::span<const int64_t>(&tokens[i], 1), static_cast<int64_t>(i)));
+    KESTREL_RETURN_IF_ERROR(io.forward(std::span<const int64_t>(&tokens[i], 1), depth + static_cast<int64_t>(i)));
   return static_cast<double>(tokens.size()) / seconds_since(start);
+}
+
+// Clears the caches and runs the `depth` tokens a test starts after (unmeasured).
+Status fill_depth(llm::IOManager& io, int64_t depth, int64_t vocab) {
+  io.reset();
+  if (depth == 0) return ok_status();
+  KESTREL_RETURN_IF_ERROR(io.forward(bench_tokens(depth, vocab), 0));
+  return ok_status();
 }
 
 // The instructions' time per repetition, summed per method and op, slowest first.
@@ -129,6 +139,8 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
     if (n < 0) return make_error(ErrorCode::kInvalidArgument, "-p: prompt lengths must be >= 0, got {}", n);
   for (int64_t n : args.generate_lengths)
     if (n < 0) return make_error(ErrorCode::kInvalidArgument, "-n: generated lengths must be >= 0, got {}", n);
+  for (int64_t n : args.depths)
+    if (n < 0) return make_error(ErrorCode::kInvalidArgument, "-d: depths must be >= 0, got {}", n);
   std::vector<TestResult> results;
   for (int threads : args.threads) {
     llm::RunnerOptions options;
@@ -165,19 +177,24 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       results.push_back(std::move(result));
       return ok_status();
     };
-    // Prompt tests first, then generation tests, as llama-bench orders them; 0 means none.
+    // Per depth, prompt tests first, then generation tests, as llama-bench orders them; 0 means none.
     std::vector<TestResult> tests;
-    for (int64_t n : args.prompt_lengths)
-      if (n > 0) tests.push_back(TestResult{fmt::format("pp{}", n), n, 0});
-    for (int64_t n : args.generate_lengths)
-      if (n > 0) tests.push_back(TestResult{fmt::format("tg{}", n), 0, n});
+    for (int64_t d : args.depths) {
+      const std::string at = d > 0 ? fmt::format("@d{}", d) : "";
+      for (int64_t n : args.prompt_lengths)
+        if (n > 0) tests.push_back(TestResult{fmt::format("pp{}{}", n, at), n, 0, d});
+      for (int64_t n : args.generate_lengths)
+        if (n > 0) tests.push_back(TestResult{fmt::format("tg{}{}", n, at), 0, n, d});
+    }
     for (TestResult& test : tests) {
-      const int64_t n = test.n_prompt + test.n_gen;
-      KESTREL_RETURN_IF_ERROR(fits(test.name, n));
+      const int64_t n = test.n_prompt + test.n_gen, depth = test.n_depth;
+      KESTREL_RETURN_IF_ERROR(fits(test.name, depth + n));
+      auto filled = fill_depth(io, depth, info.vocab_size);
+      if (!filled.ok()) return filled.error().with_context("filling the context of test " + test.name);
       const auto tokens = bench_tokens(n, info.vocab_size);
       const bool prompt = test.n_prompt > 0;
-      KESTREL_RETURN_IF_ERROR(
-          measure(test, [&] { return prompt ? run_prompt(io, tokens) : run_generate(io, tokens); }));
+      KESTREL_RETURN_IF_ERROR(measure(
+          test, [&] { return prompt ? run_prompt(io, tokens, depth) : run_generate(io, tokens, depth); }));
     }
   }
   return results;
@@ -191,6 +208,7 @@ nlohmann::json to_json(const BenchArgs& args, const std::vector<TestResult>& res
     tests.push_back({{"test", r.name},
                      {"n_prompt", r.n_prompt},
                      {"n_gen", r.n_gen},
+                     {"n_depth", r.n_depth},
                      {"threads", r.threads},
                      {"reps", r.samples.size()},
                      {"tok_s_mean", r.mean()},
@@ -258,6 +276,11 @@ void add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   command->add_option("-n,--n-gen", args.generate_lengths, "Token counts to generate, e.g. 128 (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("-d,--n-depth", args.depths,
+                      "Context depths the tests start at, e.g. 0,512 (the cache holds that many tokens, run "
+                      "unmeasured before the test)")
       ->delimiter(',')
       ->capture_default_str();
   command->add_option("-t,--threads", args.threads, "Thread counts, e.g. 1,2 (0: every core)")

@@ -286,7 +286,12 @@ bool HfStaticIOManager::overlap_is_cheaper(int64_t tail) const {
 Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_t> tokens, int64_t start) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) return make_error(ErrorCode::kInvalidArgument, "hf_static v1: forward needs at least one token");
-  if (start < 0 || start > static_cast<int64_t>(history_.size()) || start + n > config_.max_context)
+  if (start < 0 || start > static_cast<int64_t>(history_.size()))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "hf_static v1: forward at position {}, but the caches hold positions [0, {}): a call may "
+                      "only continue or rewind the context",
+                      start, history_.size());
+  if (start + n > config_.max_context)
     return make_error(ErrorCode::kCapacity, "hf_static v1: positions [{}, {}) do not fit the context of {}", start,
                       start + n, config_.max_context);
   for (int64_t token : tokens)

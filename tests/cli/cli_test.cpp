@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -469,6 +470,47 @@ TEST_F(Cli, BenchProfileChargesEveryOpOfTheMethodsThatRan) {
   EXPECT_NE(table.out.find("profile of pp8, 1 threads, per repetition"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("| prefill | linear |"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("| (outside instructions) |"), std::string::npos) << table.out;
+}
+
+// kestrel bench -d: tests start at a context depth; the tokens before it are not measured.
+TEST_F(Cli, BenchStartsTestsAtEachDepth) {
+  auto out = run({"bench", path("model.kst"), "-p", "8", "-n", "4", "-d", "0,100", "-t", "1", "-r", "2", "--json",
+                  "--profile"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const auto tests = nlohmann::json::parse(out.out)["tests"];
+  ASSERT_EQ(tests.size(), 4u);
+  const std::vector<std::string> names{"pp8", "tg4", "pp8@d100", "tg4@d100"};
+  for (size_t i = 0; i < tests.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(tests[i]["test"], names[i]);
+    EXPECT_EQ(tests[i]["n_depth"], i < 2 ? 0 : 100);
+    EXPECT_GT(tests[i]["tok_s_mean"].get<double>(), 0);
+  }
+  // The runner refuses positions past the tokens it has run, so tg4@d100 running at all shows
+  // the 100 tokens were filled; the profile shows the fill is not counted: four decode steps
+  // per repetition and no prefill.
+  for (const auto& row : tests[3]["profile"]["instructions"]) {
+    EXPECT_EQ(row["method"], "decode");
+    EXPECT_EQ(std::fmod(row["calls"].get<double>(), 4.0), 0.0) << row["op"];
+  }
+  // The same work per repetition as at depth 0.
+  auto calls = [](const nlohmann::json& test) {
+    std::map<std::string, double> by_op;
+    for (const auto& row : test["profile"]["instructions"])
+      by_op[row["method"].get<std::string>() + "/" + row["op"].get<std::string>()] = row["calls"].get<double>();
+    return by_op;
+  };
+  EXPECT_EQ(calls(tests[0]), calls(tests[2]));
+  EXPECT_EQ(calls(tests[1]), calls(tests[3]));
+
+  auto too_deep = run({"bench", path("model.kst"), "-p", "0", "-n", "4", "-d", "125", "-r", "1"});
+  EXPECT_NE(too_deep.exit_code, 0);
+  EXPECT_NE(too_deep.err.find("test tg4@d125 needs 129 positions, but the program's context is 128"),
+            std::string::npos)
+      << too_deep.err;
+  auto negative = run({"bench", path("model.kst"), "-d", "-1", "-r", "1"});
+  EXPECT_NE(negative.exit_code, 0);
+  EXPECT_NE(negative.err.find("-d: depths must be >= 0, got -1"), std::string::npos) << negative.err;
 }
 
 TEST_F(Cli, BenchErrorsNameTheProblem) {

@@ -392,6 +392,33 @@ TEST(Generation, ChunkedPrefillMatchesTokenByTokenDecode) {
   }
 }
 
+// A call continues the context or rewinds it; rewinding to position p computes what a fresh
+// run of the same first p tokens followed by the new ones computes. A gap is refused.
+TEST(Generation, ForwardRewindsButNeverSkipsPositions) {
+  const std::vector<int64_t> prefix{3, 1, 4, 1, 5, 9, 2, 6}, first{5, 3, 5}, second{8, 9, 7, 9};
+  auto runner = std::move(runner_for(base_spec())).value();
+  auto& io = runner->io_manager();
+  ASSERT_TRUE(io.forward(prefix, 0).ok());
+  ASSERT_TRUE(io.forward(first, 8).ok());
+  auto rewound = io.forward(second, 8);  // overwrites positions 8..11
+  ASSERT_TRUE(rewound.ok());
+  const std::vector<float> rewound_logits(rewound->begin(), rewound->end());
+
+  auto fresh = std::move(runner_for(base_spec())).value();
+  std::vector<int64_t> tokens = prefix;
+  tokens.insert(tokens.end(), second.begin(), second.end());
+  auto expected = fresh->io_manager().forward(tokens, 0);
+  ASSERT_TRUE(expected.ok());
+  ASSERT_EQ(expected->size(), rewound_logits.size());
+  for (size_t i = 0; i < rewound_logits.size(); ++i) EXPECT_NEAR(rewound_logits[i], (*expected)[i], 1e-5) << i;
+
+  auto gap = io.forward(second, 13);  // the caches hold positions [0, 12)
+  ASSERT_FALSE(gap.ok());
+  EXPECT_NE(gap.error().message().find("forward at position 13, but the caches hold positions [0, 12)"),
+            std::string::npos)
+      << gap.error().message();
+}
+
 TEST(Generation, SameSeedSameTokens) {
   llm::GenerationConfig config;
   config.max_new_tokens = 12;
