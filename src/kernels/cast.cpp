@@ -41,12 +41,11 @@ Status narrow_to_i32(KernelContext& ctx) {
 
 }  // namespace
 
-Status cast_kernel(KernelContext& ctx) {
+Result<CastOperands> check_float_cast(const KernelContext& ctx) {
   constexpr std::string_view op = "cast";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
-  if (x.dtype == DType::kI64 && out.dtype == DType::kI32) return narrow_to_i32(ctx);
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32, DType::kF16, DType::kBF16}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {DType::kF32, DType::kF16, DType::kBF16}));
@@ -64,19 +63,24 @@ Status cast_kernel(KernelContext& ctx) {
   }
   const bool same_width = dtype_element_size(x.dtype) == dtype_element_size(out.dtype);
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, same_width));
+  return CastOperands{x.data, out.data, x.dtype, out.dtype, x.numel()};
+}
 
-  const int64_t n = x.numel();
-  if (n == 0) return ok_status();
-  if (x.dtype == out.dtype) {
-    if (out.data != x.data) std::memcpy(out.data, x.data, static_cast<size_t>(n) * dtype_element_size(x.dtype));
+Status cast_kernel(KernelContext& ctx) {
+  KESTREL_RETURN_IF_ERROR(check_arity("cast", ctx, 1, 1, 1));
+  if (ctx.inputs[0].dtype == DType::kI64 && ctx.outputs[0].dtype == DType::kI32) return narrow_to_i32(ctx);
+  KESTREL_ASSIGN_OR_RETURN(const CastOperands x, check_float_cast(ctx));
+  if (x.n == 0) return ok_status();
+  if (x.from == x.to) {
+    if (x.out != x.x) std::memcpy(x.out, x.x, static_cast<size_t>(x.n) * dtype_element_size(x.from));
     return ok_status();
   }
   // Element by element through f32, which holds every f16 and bf16 value exactly; reading
   // element i before writing element i keeps the same-width in-place case correct.
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < x.n; ++i) {
     float value;
-    convert_to_f32(x.dtype, x.data, i, 1, &value);
-    store_float(out.dtype, out.data, i, value);
+    convert_to_f32(x.from, x.x, i, 1, &value);
+    store_float(x.to, x.out, i, value);
   }
   return ok_status();
 }

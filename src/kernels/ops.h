@@ -92,5 +92,14 @@ Status reshape_kernel(KernelContext& ctx);
 Status transpose_kernel(KernelContext& ctx);
 Status slice_kernel(KernelContext& ctx);
 Status cast_kernel(KernelContext& ctx);
+// The float cast's checks (dtype attribute, shapes, overlap), shared with optimized
+// implementations: n elements of x.dtype at x become out.dtype at out. Not for i64 -> i32.
+struct CastOperands {
+  const void* x;
+  void* out;
+  DType from, to;
+  int64_t n;
+};
+Result<CastOperands> check_float_cast(const KernelContext& ctx);
 
 }  // namespace kestrel::kernels

@@ -1,6 +1,7 @@
-// Optimized attention, rms_norm and silu against float64 references and the portable kernels.
+// Optimized attention, rms_norm, silu and cast against float64 references and the portable kernels.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -590,6 +591,95 @@ TEST(OptimizedSilu, MatchesReferenceIncludingExtremes) {
   Tensor inplace = x;
   ASSERT_TRUE(run(*registry(1), "silu", {inplace.view()}, {inplace.view()}).ok());
   EXPECT_TRUE(same_bytes(inplace, got));
+}
+
+// ---- cast to f16 (the KV-cache writes of f16-cache programs) -----------------------------
+
+uint16_t half_bits(_Float16 h) { return std::bit_cast<uint16_t>(h); }
+
+// Values that exercise every branch of f32 -> f16 rounding: random magnitudes over the whole
+// f16 range and beyond, exact ties between f16 neighbours (normal and subnormal), the overflow
+// threshold, signed zeros, infinities and nans with payloads.
+std::vector<float> f16_cast_values(size_t random_count, uint32_t seed) {
+  std::vector<float> values;
+  for (uint16_t h : {uint16_t{0x0001}, uint16_t{0x0002}, uint16_t{0x03ff}, uint16_t{0x0400}, uint16_t{0x3c00},
+                     uint16_t{0x3c01}, uint16_t{0x5a5a}, uint16_t{0x7bfe}}) {
+    const double lo = static_cast<double>(std::bit_cast<_Float16>(h));
+    const double hi = static_cast<double>(std::bit_cast<_Float16>(static_cast<uint16_t>(h + 1)));
+    values.push_back(static_cast<float>((lo + hi) / 2));  // exactly halfway: ties to even
+    values.push_back(-static_cast<float>((lo + hi) / 2));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e6f, 0x1p-25f, 0x1.000002p-25f, 0x1p-26f,
+                  inf, -inf, std::bit_cast<float>(0x7fa00001u), std::bit_cast<float>(0xffc12345u),
+                  std::numeric_limits<float>::quiet_NaN()})
+    values.push_back(v);
+  // Then the random values: a call's last chunk of 16 holds only finite values (the hardware
+  // conversion's path), for any tail length.
+  const auto exponents = random_floats(random_count, seed, -30.0f, 17.5f);
+  const auto signs = random_floats(random_count, seed + 1);
+  for (size_t i = 0; i < random_count; ++i)
+    values.push_back(std::copysign(std::exp2(exponents[i]), signs[i]));
+  return values;
+}
+
+TEST(OptimizedCast, NarrowsToF16AsTheReferenceOnEverySimdSetAndThreadCount) {
+  for (size_t random_count : {size_t{0}, size_t{7}, size_t{1001}, size_t{70003}}) {
+    const auto values = f16_cast_values(random_count, 71);
+    auto x = Tensor::from_floats(DType::kF32, {static_cast<int64_t>(values.size())}, values);
+    Tensor portable_out(DType::kF16, x.shape());
+    ASSERT_TRUE(run(portable(), "cast", {x.view()}, {portable_out.view()}, {{"dtype", std::string("f16")}}).ok());
+    const auto* portable_bits = reinterpret_cast<const uint16_t*>(portable_out.storage().data());
+    for (Isa isa : simd_isas())
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(::testing::Message() << values.size() << " values, " << isa_label(isa) << ", " << threads
+                                          << " threads");
+        Tensor got(DType::kF16, x.shape());
+        ASSERT_TRUE(run(*registry(threads, isa), "cast", {x.view()}, {got.view()}).ok());
+        const auto* bits = reinterpret_cast<const uint16_t*>(got.storage().data());
+        int reported = 0;
+        for (size_t i = 0; i < values.size(); ++i) {
+          // The compiler's own conversion is the reference; a nan is any nan of the same sign,
+          // and then exactly the portable kernel's one quiet nan.
+          const uint16_t want = half_bits(static_cast<_Float16>(values[i]));
+          const bool nan = std::isnan(values[i]);
+          const bool ok = nan ? (bits[i] & 0x7c00) == 0x7c00 && (bits[i] & 0x3ff) != 0 &&
+                                    (bits[i] & 0x8000) == (want & 0x8000) && bits[i] == portable_bits[i]
+                              : bits[i] == want && portable_bits[i] == want;
+          if (!ok && reported++ < 5)
+            ADD_FAILURE() << "x=" << values[i] << " (bits " << std::hex << std::bit_cast<uint32_t>(values[i])
+                          << "): got " << bits[i] << ", want " << want << ", portable " << portable_bits[i];
+        }
+        EXPECT_EQ(reported, 0);
+      }
+  }
+}
+
+TEST(OptimizedCast, OtherCastsAndBadCallsBehaveAsThePortableKernel) {
+  const auto values = random_floats(37, 72, -4, 4);
+  auto x = Tensor::from_floats(DType::kF32, {37}, values);
+  auto half = Tensor::from_floats(DType::kF16, {37}, values);
+  // Widening and bf16 run the portable kernel: the same bits.
+  for (const auto& [input, to] : {std::pair{&half, DType::kF32}, std::pair{&x, DType::kBF16}}) {
+    Tensor got(to, input->shape()), want(to, input->shape());
+    ASSERT_TRUE(run(*registry(2), "cast", {input->view()}, {got.view()}).ok());
+    ASSERT_TRUE(run(portable(), "cast", {input->view()}, {want.view()}).ok());
+    EXPECT_TRUE(same_bytes(got, want)) << dtype_name(to);
+  }
+  // A wrong shape, a dtype attribute that is not the output's, and an output overlapping x.
+  Tensor short_out(DType::kF16, {36});
+  Tensor out(DType::kF16, {37});
+  TensorView overlapping = x.view();
+  overlapping.dtype = DType::kF16;
+  const std::vector<std::pair<std::vector<TensorView>, program::Attrs>> bad{
+      {{short_out.view()}, {}}, {{out.view()}, {{"dtype", std::string("bf16")}}}, {{overlapping}, {}}};
+  for (const auto& [outputs, attrs] : bad) {
+    const Status optimized = run(*registry(1), "cast", {x.view()}, outputs, attrs);
+    const Status reference = run(portable(), "cast", {x.view()}, outputs, attrs);
+    ASSERT_FALSE(optimized.ok());
+    ASSERT_FALSE(reference.ok());
+    EXPECT_EQ(optimized.error().message(), reference.error().message());
+  }
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ TEST(CpuRegistry, ReplacesTheHotOpsAndKeepsTheRestPortable) {
     SCOPED_TRACE(name);
     const bool replaced = avx2 && (name == "linear" || name == "attention" || name == "rms_norm" || name == "silu" ||
                                    name == "transpose" || name == "add" || name == "mul" || name == "rope" ||
-                                   name == "index_copy");
+                                   name == "index_copy" || name == "cast");
     EXPECT_EQ(*optimized->find(name) != *portable->find(name), replaced);
     // Replaced kernels prepare at load (attributes, packed weights, scratch).
     EXPECT_EQ((*optimized->find_kernel(name))->prepare != nullptr, replaced);

@@ -35,6 +35,10 @@ Status add(KernelContext& ctx);
 Status mul(KernelContext& ctx);
 Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void* config);
 Status transpose(KernelContext& ctx);
+// cast: f32 -> f16 with the SIMD conversion (the KV-cache writes of f16-cache programs), split
+// over the pool; every other cast runs the portable kernel.
+Result<PreparedKernel> prepare_cast(const KernelPrepareContext& ctx, const void* config);
+Status cast(KernelContext& ctx);
 // rope and index_copy: the portable kernels' checks and arithmetic, split over the pool.
 Result<PreparedKernel> prepare_rope(const KernelPrepareContext& ctx, const void* config);
 Status rope(KernelContext& ctx);

@@ -1,5 +1,5 @@
-// rms_norm and silu with the SIMD kernels (rows or elements split over the pool when there are
-// many); add, mul, rope and index_copy with the portable kernels' checks and arithmetic, split
+// rms_norm, silu and the f32 -> f16 cast with the SIMD kernels (rows or elements split over the
+// pool when there are many); add, mul, rope and index_copy with the portable kernels' checks and arithmetic, split
 // over the pool; and transpose with its permutation decoded once at load, its rows split over
 // the pool. Each is validated exactly as the portable kernel is; a call the fast paths do not
 // cover runs the portable kernel.
@@ -147,6 +147,37 @@ Status silu(KernelContext& ctx) {
     const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
     const int64_t i0 = c0 * 16, i1 = std::min(n, c1 * 16);
     if (i1 > i0) simd.silu(src + i0, dst + i0, i1 - i0);
+  });
+  return ok_status();
+}
+
+namespace {
+
+struct CastState {
+  Config config;
+};
+
+}  // namespace
+
+Result<PreparedKernel> prepare_cast(const KernelPrepareContext&, const void* options) {
+  auto state = std::make_shared<CastState>();
+  state->config = *static_cast<const Config*>(options);
+  return PreparedKernel{state, 0};
+}
+
+Status cast(KernelContext& ctx) {
+  const auto* state = static_cast<const CastState*>(ctx.state);
+  const bool narrowing_to_f16 = ctx.inputs.size() == 1 && ctx.outputs.size() == 1 &&
+                                ctx.inputs[0].dtype == DType::kF32 && ctx.outputs[0].dtype == DType::kF16;
+  if (state == nullptr || !narrowing_to_f16) return kernels::cast_kernel(ctx);
+  KESTREL_ASSIGN_OR_RETURN(const kernels::CastOperands x, kernels::check_float_cast(ctx));
+  const auto* src = static_cast<const float*>(x.x);
+  auto* dst = static_cast<uint16_t*>(x.out);
+  const SimdKernels& simd = *state->config.simd;
+  // Pieces of whole 16-value chunks; each element converts alone, so the split changes no bit.
+  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
+    const int64_t i0 = c0 * 16, i1 = std::min(x.n, c1 * 16);
+    if (i1 > i0) simd.f32_to_f16(src + i0, dst + i0, i1 - i0);
   });
   return ok_status();
 }
