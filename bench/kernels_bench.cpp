@@ -121,22 +121,29 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
       benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Attention of one prompt chunk of a ~110M llama layer (12 heads of 64, a cache of 1024
-// positions in `cache` elements, f32 or f16): `T` queries at positions [first, first + T), each
-// over every cache row up to its own. GFLOPS counts the flops per (query, key) pair attended:
-// 2 * Dh for the score and 2 * Dh for the weighted sum.
-void attention_chunk(benchmark::State& state, int64_t T, int64_t first, bool cold, DType cache,
+// The heads of one attention layer.
+struct AttentionShape {
+  const char* name;  // "" for the ~110M llama, else a prefix of the benchmark's name
+  int64_t Hq, Hkv, Dh;
+};
+
+// Attention of one prompt chunk of a layer (a cache of 1024 positions in `cache` elements, f32
+// or f16): `T` queries at positions [first, first + T), each over every cache row up to its
+// own. GFLOPS counts the flops per (query head, key) pair attended: 2 * Dh for the score and
+// 2 * Dh for the weighted sum; bytes_per_second the cache rows read (each once).
+void attention_chunk(benchmark::State& state, AttentionShape shape, int64_t T, int64_t first, bool cold, DType cache,
                      std::shared_ptr<const runtime::KernelRegistry> registry) {
-  constexpr int64_t H = 12, C = 1024, Dh = 64;
+  constexpr int64_t C = 1024;
+  const int64_t H = shape.Hq, Hkv = shape.Hkv, Dh = shape.Dh;
   std::vector<float> q = random_values(static_cast<size_t>(H * T * Dh), 3, 1.0f);
-  std::vector<uint8_t> k = encode(cache, random_values(static_cast<size_t>(H * C * Dh), 4, 1.0f), H * C, Dh);
-  std::vector<uint8_t> v = encode(cache, random_values(static_cast<size_t>(H * C * Dh), 5, 1.0f), H * C, Dh);
+  std::vector<uint8_t> k = encode(cache, random_values(static_cast<size_t>(Hkv * C * Dh), 4, 1.0f), Hkv * C, Dh);
+  std::vector<uint8_t> v = encode(cache, random_values(static_cast<size_t>(Hkv * C * Dh), 5, 1.0f), Hkv * C, Dh);
   std::vector<float> out(q.size());
   std::vector<int64_t> positions(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) positions[static_cast<size_t>(t)] = first + t;
   const std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, q.data()),
-                                       TensorView::contiguous(cache, {1, H, C, Dh}, k.data()),
-                                       TensorView::contiguous(cache, {1, H, C, Dh}, v.data()),
+                                       TensorView::contiguous(cache, {1, Hkv, C, Dh}, k.data()),
+                                       TensorView::contiguous(cache, {1, Hkv, C, Dh}, v.data()),
                                        TensorView::contiguous(DType::kI64, {T}, positions.data())};
   std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, out.data())};
   const program::Attrs attrs{{"scale", 0.125}};
@@ -165,6 +172,9 @@ void attention_chunk(benchmark::State& state, int64_t T, int64_t first, bool col
   const double pairs = static_cast<double>(H) * (static_cast<double>(T) * static_cast<double>(first) +
                                                  static_cast<double>(T) * static_cast<double>(T + 1) / 2);
   state.counters["GFLOPS"] = benchmark::Counter(pairs * 4 * Dh / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  const int64_t rows_read = std::min<int64_t>(C, first + T);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * Hkv * rows_read * Dh *
+                          static_cast<int64_t>(dtype_element_size(cache)));
 }
 
 // Every linear of one step of a ~110M llama (12 layers of q, k, v, o, gate, up, down, then the
@@ -242,13 +252,21 @@ int main(int argc, char** argv) {
         }
   const std::vector<Variant> attention_variants{{"optimized_t1", optimized(1, true)},
                                                 {fmt::format("optimized_t{}", all), optimized(all, true)}};
-  for (const auto& [T, first] : {std::pair<int64_t, int64_t>{1, 511}, {1, 127}, {128, 0}, {128, 384}})
+  // The ~110M llama (12 heads of 64), and the grouped heads of Qwen3-0.6B (16 query heads on 8
+  // kv heads of 128) and Llama-3.2-1B (32 on 8 of 64) for decode steps deep in the context.
+  const AttentionShape llama110m{"", 12, 12, 64}, qwen3{"qwen3_0.6b_", 16, 8, 128}, llama32{"llama3.2_1b_", 32, 8, 64};
+  struct AttentionCase {
+    AttentionShape shape;
+    int64_t T, first;
+  };
+  for (const auto& [shape, T, first] : {AttentionCase{llama110m, 1, 511}, {llama110m, 1, 127}, {llama110m, 128, 0},
+                                        {llama110m, 128, 384}, {qwen3, 1, 959}, {llama32, 1, 959}})
     for (bool cold : {false, true})
       for (DType cache : {DType::kF32, DType::kF16})
         for (const auto& variant : attention_variants) {
-          const std::string name = fmt::format("attention/T{}_from{}{}{}/{}", T, first, cold ? "_cold" : "",
-                                               cache == DType::kF16 ? "_f16kv" : "", variant.name);
-          benchmark::RegisterBenchmark(name.c_str(), attention_chunk, T, first, cold, cache, variant.registry)
+          const std::string name = fmt::format("attention/{}T{}_from{}{}{}/{}", shape.name, T, first,
+                                               cold ? "_cold" : "", cache == DType::kF16 ? "_f16kv" : "", variant.name);
+          benchmark::RegisterBenchmark(name.c_str(), attention_chunk, shape, T, first, cold, cache, variant.registry)
               ->Unit(benchmark::kMicrosecond)
               ->UseRealTime();
         }
