@@ -102,7 +102,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                                            // five kv heads (a partial last task) of 128
                                            AttentionCase{2, 6, 3, 1, 40, 24, {37}},
                                            AttentionCase{1, 16, 4, 1, 64, 64, {50}},
-                                           AttentionCase{1, 10, 5, 1, 33, 128, {32}}),
+                                           AttentionCase{1, 10, 5, 1, 33, 128, {32}},
+                                           // grouped decode tiles (each kv head's key loads shared
+                                           // by its 2 to 4 query heads): three query heads per kv
+                                           // head with tail lanes, six kv heads (tiles of four and
+                                           // two), and five query heads per kv head (no grouped
+                                           // tile: one query head of each kv head per tile)
+                                           AttentionCase{1, 9, 3, 1, 45, 20, {44}},
+                                           AttentionCase{1, 12, 6, 1, 50, 13, {31}},
+                                           AttentionCase{1, 10, 2, 1, 40, 16, {39}}),
                          [](const auto& info) {
                            const auto& c = info.param;
                            std::ostringstream name;
@@ -172,7 +180,8 @@ TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
   struct Shape {
     int64_t Hq, Hkv, Dh;
   };
-  for (const Shape& shape : {Shape{4, 2, 24}, Shape{2, 2, 64}, Shape{1, 1, 128}}) {
+  for (const Shape& shape : {Shape{4, 2, 24}, Shape{2, 2, 64}, Shape{1, 1, 128}, Shape{9, 3, 20}, Shape{16, 4, 64},
+                             Shape{12, 6, 13}}) {
     SCOPED_TRACE(::testing::Message() << "Hq " << shape.Hq << " Hkv " << shape.Hkv << " Dh " << shape.Dh);
     const int64_t Hq = shape.Hq, Hkv = shape.Hkv, T = 9, C = 48, Dh = shape.Dh;
     std::vector<int64_t> positions;
@@ -243,7 +252,12 @@ std::vector<AttentionCase> f16_cache_cases() {
           AttentionCase{1, 8, 4, 1, 80, 40, {50}, 16}, AttentionCase{1, 8, 4, 1, 40, 20, {33}},
           AttentionCase{1, 4, 2, 5, 64, 64, from(3, 5)}, AttentionCase{1, 8, 2, 37, 96, 128, from(40, 37), 24},
           AttentionCase{1, 4, 1, 37, 64, 72, from(10, 37)}, AttentionCase{2, 4, 2, 5, 48, 40, {7, 16, 17, 31, 47}, 9},
-          AttentionCase{1, 4, 2, 5, 24, 20, from(19, 5), 6}};
+          AttentionCase{1, 4, 2, 5, 24, 20, from(19, 5), 6},
+          // grouped decode steps deep in the cache (one kv head per task, rows prefetched ahead;
+          // the f32 caches of the bit-identity test take the several-head tasks): positions
+          // past the depth that switches, with and without a window, tail lanes
+          AttentionCase{1, 8, 4, 1, 300, 64, {299}}, AttentionCase{1, 8, 2, 1, 290, 128, {256}},
+          AttentionCase{1, 9, 3, 1, 280, 20, {270}, 100}};
 }
 
 std::string describe(const AttentionCase& c) {

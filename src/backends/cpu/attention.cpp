@@ -1,7 +1,8 @@
 // attention over a static KV cache, k and v both f32 or both f16 (read as they are stored and
 // widened in registers: an f16 cache gives the bits of an f32 cache holding the same values).
 // A task is one kv head of one batch row with a block of queries of every query head that
-// shares it (in a decode step, up to four kv heads, whose cache rows it reads side by side): the
+// shares it (in a decode step, up to four kv heads, whose cache rows it reads side by side, or
+// with grouped query heads deep in an f16 cache one, read ahead: grouped_decode_one_head): the
 // scores of the whole block are computed one chunk of 16 cache rows at a time, then each row's
 // softmax, then the weighted sums of value rows, so the block reads each key and value row
 // once. Other caches (bf16, or k and v of different types) go to the portable kernel.
@@ -65,10 +66,13 @@ Status attention(KernelContext& ctx) {
 
   const int64_t group = op.Hq / op.Hkv;
   const int threads = pool_threads(ctx.pool);
-  const int64_t task_heads = attention_heads_per_task(op.T, op.Hkv, threads);
+  const bool one_head = grouped_decode_one_head(op.T, group, op.cache_dtype, op.positions[0]);
+  const int64_t task_heads = one_head ? 1 : attention_heads_per_task(op.T, op.Hkv, threads);
+  op.prefetch = one_head;
+  // Fewer heads per task need less scratch than was reserved (for attention_heads_per_task).
   const size_t task_floats = attention_scratch_floats(op.T, group * task_heads, op.C);
   float* scratch = ctx.scratch != nullptr ? ctx.scratch->take<float>(task_floats * threads) : nullptr;
-  if (scratch == nullptr || task_floats != state->task_floats)
+  if (scratch == nullptr || task_floats > state->task_floats)
     return make_error(ErrorCode::kInternal, "attention: the call needs more scratch than was reserved at load");
   // Each task consumes its q rows (scores) before it writes their output rows, and tasks own
   // disjoint rows, so out may be q itself (the shared check allows exactly that).
