@@ -110,7 +110,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                                            // tile: one query head of each kv head per tile)
                                            AttentionCase{1, 9, 3, 1, 45, 20, {44}},
                                            AttentionCase{1, 12, 6, 1, 50, 13, {31}},
-                                           AttentionCase{1, 10, 2, 1, 40, 16, {39}}),
+                                           AttentionCase{1, 10, 2, 1, 40, 16, {39}},
+                                           // deep in the cache: four query heads per kv head take
+                                           // one kv head per task (rows prefetched ahead), two
+                                           // take several
+                                           AttentionCase{1, 16, 4, 1, 300, 72, {290}},
+                                           AttentionCase{1, 8, 4, 1, 300, 40, {257}}),
                          [](const auto& info) {
                            const auto& c = info.param;
                            std::ostringstream name;

@@ -116,17 +116,19 @@ inline int64_t attention_heads_per_task(int64_t T, int64_t Hkv, int threads) {
   }
   return 1;
 }
-// A decode step with grouped query heads (group > 1) deep in an f16 cache takes one kv head per
-// task instead: every key and value load (and widening) is shared by the head's query heads,
-// and its rows are read start to end with a software prefetch kGroupedDecodePrefetchRows rows
-// ahead. From kGroupedDecodeDepth positions on this measured faster (docs/performance.md,
-// "Decode deep in the context": the Qwen3-0.6B shape's decode attention at positions 960-991
-// took 29% less time, Llama-3.2-1B's 44% less; at 256-287 15% and 28% less); at 128 and with
-// f32 caches the several-head tasks were as fast or faster.
+// A decode step with grouped query heads deep in the cache takes one kv head per task instead:
+// every key and value load (and f16 widening) is shared by the head's query heads, and its rows
+// are read start to end with a software prefetch kGroupedDecodePrefetchRows rows ahead. From
+// kGroupedDecodeDepth positions on, this measured faster with f16 caches and 2 or more query
+// heads per kv head, and with f32 caches and 4 or more (docs/performance.md, "Decode deep in
+// the context": at positions 960-991 the Qwen3-0.6B shape's decode attention took 29% less time
+// with f16 caches, Llama-3.2-1B's 44% less, and 25% less with f32 caches); at 128 positions,
+// and with f32 caches and 2 query heads per kv head, the several-head tasks were faster.
 inline constexpr int64_t kGroupedDecodeDepth = 256;
 inline constexpr int64_t kGroupedDecodePrefetchRows = 16;
 inline bool grouped_decode_one_head(int64_t T, int64_t group, DType cache_dtype, int64_t position) {
-  return T == 1 && group > 1 && cache_dtype == DType::kF16 && position >= kGroupedDecodeDepth;
+  const int64_t least_group = cache_dtype == DType::kF16 ? 2 : 4;
+  return T == 1 && group >= least_group && position >= kGroupedDecodeDepth;
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
 inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
