@@ -27,7 +27,8 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
 Status attention(KernelContext& ctx);
 Result<PreparedKernel> prepare_rms_norm(const KernelPrepareContext& ctx, const void* config);
 Status rms_norm(KernelContext& ctx);
-Result<PreparedKernel> prepare_silu(const KernelPrepareContext& ctx, const void* config);
+// silu and cast prepare nothing but their configuration (the SIMD table).
+Result<PreparedKernel> prepare_config_only(const KernelPrepareContext& ctx, const void* config);
 Status silu(KernelContext& ctx);
 // add and mul: the portable kernels' checks and arithmetic, split over the pool.
 Result<PreparedKernel> prepare_binary(const KernelPrepareContext& ctx, const void* config);
@@ -37,7 +38,6 @@ Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const 
 Status transpose(KernelContext& ctx);
 // cast: f32 -> f16 with the SIMD conversion (the KV-cache writes of f16-cache programs), split
 // over the pool; every other cast runs the portable kernel.
-Result<PreparedKernel> prepare_cast(const KernelPrepareContext& ctx, const void* config);
 Status cast(KernelContext& ctx);
 // rope and index_copy: the portable kernels' checks and arithmetic, split over the pool.
 Result<PreparedKernel> prepare_rope(const KernelPrepareContext& ctx, const void* config);

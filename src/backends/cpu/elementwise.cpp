@@ -1,6 +1,6 @@
 // rms_norm, silu and the f32 -> f16 cast with the SIMD kernels (rows or elements split over the
-// pool when there are many); add, mul, rope and index_copy with the portable kernels' checks and arithmetic, split
-// over the pool; and transpose with its permutation decoded once at load, its rows split over
+// pool when there are many); add, mul, rope and index_copy with the portable kernels' checks and
+// arithmetic, split over the pool; and transpose with its permutation decoded once at load, its rows split over
 // the pool. Each is validated exactly as the portable kernel is; a call the fast paths do not
 // cover runs the portable kernel.
 #include <algorithm>
@@ -41,7 +41,8 @@ struct RmsNormState {
   std::vector<float> weight;  // a constant weight as f32 (empty: converted per call)
 };
 
-struct SiluState {
+// The state of kernels that need only the registry's configuration (their SIMD table).
+struct ConfigState {
   Config config;
 };
 
@@ -113,15 +114,15 @@ Status rms_norm(KernelContext& ctx) {
   return ok_status();
 }
 
-Result<PreparedKernel> prepare_silu(const KernelPrepareContext& ctx, const void* options) {
-  auto state = std::make_shared<SiluState>();
+Result<PreparedKernel> prepare_config_only(const KernelPrepareContext&, const void* options) {
+  auto state = std::make_shared<ConfigState>();
   state->config = *static_cast<const Config*>(options);
   return PreparedKernel{state, 0};
 }
 
 Status silu(KernelContext& ctx) {
   constexpr std::string_view op = "silu";
-  const auto* state = static_cast<const SiluState*>(ctx.state);
+  const auto* state = static_cast<const ConfigState*>(ctx.state);
   if (state == nullptr) return kernels::silu_kernel(ctx);
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
@@ -151,22 +152,8 @@ Status silu(KernelContext& ctx) {
   return ok_status();
 }
 
-namespace {
-
-struct CastState {
-  Config config;
-};
-
-}  // namespace
-
-Result<PreparedKernel> prepare_cast(const KernelPrepareContext&, const void* options) {
-  auto state = std::make_shared<CastState>();
-  state->config = *static_cast<const Config*>(options);
-  return PreparedKernel{state, 0};
-}
-
 Status cast(KernelContext& ctx) {
-  const auto* state = static_cast<const CastState*>(ctx.state);
+  const auto* state = static_cast<const ConfigState*>(ctx.state);
   const bool narrowing_to_f16 = ctx.inputs.size() == 1 && ctx.outputs.size() == 1 &&
                                 ctx.inputs[0].dtype == DType::kF32 && ctx.outputs[0].dtype == DType::kF16;
   if (state == nullptr || !narrowing_to_f16) return kernels::cast_kernel(ctx);
