@@ -15,10 +15,12 @@ namespace {
 
 constexpr size_t kHugePage = runtime::kHugePageBytes;  // the arena's alignment and rounding
 
-// Source element k of row n, as the packed formats store it.
+// Source element k of row n, as the packed formats store it, for panel p (its first step at
+// dst, its steps layout.step_stride() apart).
 void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8_t* dst) {
   const int64_t N = layout.N, K = layout.K;
   const int64_t rows = std::min<int64_t>(kPanelRows, N - p * kPanelRows);
+  const size_t stride = layout.step_stride();
   switch (layout.dtype) {
     case DType::kF32:
     case DType::kF16: {
@@ -26,7 +28,7 @@ void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8
       for (int64_t l = 0; l < rows; ++l) {
         const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * K * element;
         for (int64_t k = 0; k < K; ++k)
-          std::memcpy(dst + static_cast<size_t>(k) * layout.step_bytes + l * element, row + k * element, element);
+          std::memcpy(dst + static_cast<size_t>(k) * stride + l * element, row + k * element, element);
       }
       return;
     }
@@ -34,7 +36,7 @@ void pack_panel(const PackedLayout& layout, const uint8_t* src, int64_t p, uint8
       for (int64_t l = 0; l < rows; ++l) {
         const uint8_t* row = src + static_cast<size_t>(p * kPanelRows + l) * K * 2;
         for (int64_t k = 0; k < K; ++k)
-          std::memcpy(dst + static_cast<size_t>(k / 2) * layout.step_bytes + l * 4 + (k % 2) * 2, row + k * 2, 2);
+          std::memcpy(dst + static_cast<size_t>(k / 2) * stride + l * 4 + (k % 2) * 2, row + k * 2, 2);
       }
       return;
     }
@@ -76,7 +78,7 @@ PackedLayout packed_layout(DType dtype, int64_t N, int64_t K) {
       layout.steps = K, layout.k_per_step = 1, layout.step_bytes = 64;
       break;
     case DType::kF16:
-      layout.steps = K, layout.k_per_step = 1, layout.step_bytes = 32;
+      layout.steps = K, layout.k_per_step = 1, layout.step_bytes = 32, layout.interleave = 2;
       break;
     case DType::kBF16:
       layout.steps = (K + 1) / 2, layout.k_per_step = 2, layout.step_bytes = 64;
@@ -124,7 +126,7 @@ Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, cons
   std::shared_ptr<PackedMatrix> matrix(new PackedMatrix());
   matrix->layout_ = packed_layout(dtype, N, K);
   matrix->layout_.q8_biased = q8_biased;
-  matrix->bytes_ = static_cast<size_t>(matrix->layout_.panels) * matrix->layout_.panel_bytes;
+  matrix->bytes_ = matrix->layout_.bytes();
   uint8_t* base = arena != nullptr ? arena->allocate(matrix->bytes_) : nullptr;
   if (base == nullptr) {
     KESTREL_ASSIGN_OR_RETURN(arena, PackedArena::reserve(matrix->bytes_));
@@ -135,8 +137,12 @@ Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, cons
 
   const auto* src = static_cast<const uint8_t*>(weights);
   const PackedLayout& layout = matrix->layout_;
-  parallel_for(pool, layout.panels,
-               [&](int64_t p, int) { pack_panel(layout, src, p, base + static_cast<size_t>(p) * layout.panel_bytes); });
+  // One task per group of interleaved panels: the group's panels share cache lines.
+  const int64_t group = layout.interleave;
+  parallel_for(pool, (layout.panels + group - 1) / group, [&](int64_t g, int) {
+    for (int64_t p = g * group; p < std::min(layout.panels, (g + 1) * group); ++p)
+      pack_panel(layout, src, p, const_cast<uint8_t*>(layout.panel(p)));
+  });
   return std::shared_ptr<const PackedMatrix>(std::move(matrix));
 }
 

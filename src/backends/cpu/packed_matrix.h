@@ -10,12 +10,19 @@
 //
 // Formats (bytes per panel per step):
 //   f32   [K][16] f32                                      64 B per k
-//   f16   [K][16] f16                                      32 B per k
+//   f16   [K][16] f16, panels interleaved in pairs: a pair is [K][2][16] f16, so one
+//         64-byte line holds a k of both panels         32 B per k
 //   bf16  [K/2][16][2] bf16 (k pairs, low half first)      64 B per k pair
 //   q8    per pair of 32-value blocks: 2 x 16 f16 scales, then 2 x [8][16][4] weights stored
 //         as w + 128 (unsigned, for vpdpbusd) or as w (signed, for maddubs, which would
 //         otherwise undo the bias on every load)            1088 B per 64 k
 // Rows past N are zero (a biased q8 zero is stored as 128), and so are k past K.
+//
+// Why f16 pairs: a one-row (decode) call runs one chain of multiply-adds per panel, and an f16
+// panel gives one multiply-add per 32 bytes, so one chain at a time is bound by the multiply-add
+// latency (28 GB/s on Zen 4, below what the memory gives). Two panels side by side in memory
+// are two chains on one memory stream (two panels from two places, two streams, read memory
+// slower there).
 #pragma once
 
 #include <cstddef>
@@ -40,11 +47,22 @@ struct PackedLayout {
   bool q8_biased = true;       // q8: weights stored as w + 128 rather than w
   size_t step_bytes = 0;       // 64, 32, 64, 1088
   size_t panel_bytes = 0;      // steps * step_bytes
+  int64_t interleave = 1;      // panels stored side by side step by step: 2 for f16, else 1
   const uint8_t* data = nullptr;
 
   // K rounded up to whole steps: the row length of activations prepared for this matrix.
   int64_t padded_k() const { return steps * k_per_step; }
-  const uint8_t* panel(int64_t p) const { return data + static_cast<size_t>(p) * panel_bytes; }
+  // Bytes from one step of a panel to its next.
+  size_t step_stride() const { return step_bytes * static_cast<size_t>(interleave); }
+  // Bytes of the stored panels (a last incomplete group of interleaved panels is padded).
+  size_t bytes() const {
+    return static_cast<size_t>((panels + interleave - 1) / interleave * interleave) * panel_bytes;
+  }
+  // The first step of panel p.
+  const uint8_t* panel(int64_t p) const {
+    return data + static_cast<size_t>(p / interleave * interleave) * panel_bytes +
+           static_cast<size_t>(p % interleave) * step_bytes;
+  }
 };
 
 inline constexpr size_t kQ8PairBytes = 64 + 2 * 512;
