@@ -103,11 +103,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, OptimizedAttention,
                                            AttentionCase{2, 6, 3, 1, 40, 24, {37}},
                                            AttentionCase{1, 16, 4, 1, 64, 64, {50}},
                                            AttentionCase{1, 10, 5, 1, 33, 128, {32}},
-                                           // grouped decode tiles (each kv head's key loads shared
-                                           // by its 2 to 4 query heads): three query heads per kv
-                                           // head with tail lanes, six kv heads (tiles of four and
-                                           // two), and five query heads per kv head (no grouped
-                                           // tile: one query head of each kv head per tile)
+                                           // decode tasks over several kv heads with grouped query
+                                           // heads (rows ordered query head, then kv head, so a
+                                           // tile mixes kv heads): three query heads per kv head
+                                           // with tail lanes, six kv heads (a partial last task),
+                                           // and five query heads per kv head
                                            AttentionCase{1, 9, 3, 1, 45, 20, {44}},
                                            AttentionCase{1, 12, 6, 1, 50, 13, {31}},
                                            AttentionCase{1, 10, 2, 1, 40, 16, {39}},
@@ -259,8 +259,9 @@ std::vector<AttentionCase> f16_cache_cases() {
           AttentionCase{1, 4, 1, 37, 64, 72, from(10, 37)}, AttentionCase{2, 4, 2, 5, 48, 40, {7, 16, 17, 31, 47}, 9},
           AttentionCase{1, 4, 2, 5, 24, 20, from(19, 5), 6},
           // grouped decode steps deep in the cache (one kv head per task, rows prefetched ahead;
-          // the f32 caches of the bit-identity test take the several-head tasks): positions
-          // past the depth that switches, with and without a window, tail lanes
+          // the f32 caches of the bit-identity test take the several-head tasks where a kv head
+          // has fewer than four query heads): positions past the depth that switches, with and
+          // without a window, tail lanes
           AttentionCase{1, 8, 4, 1, 300, 64, {299}}, AttentionCase{1, 8, 2, 1, 290, 128, {256}},
           AttentionCase{1, 9, 3, 1, 280, 20, {270}, 100}};
 }
