@@ -1,8 +1,8 @@
 // rms_norm, silu and the f32 -> f16 cast with the SIMD kernels (rows or elements split over the
 // pool when there are many); add, mul, rope and index_copy with the portable kernels' checks and
-// arithmetic, split over the pool; and transpose with its permutation decoded once at load, its rows split over
-// the pool. Each is validated exactly as the portable kernel is; a call the fast paths do not
-// cover runs the portable kernel.
+// arithmetic, split over the pool; and transpose with its permutation decoded once at load, its
+// rows split over the pool. Each is validated exactly as the portable kernel is; a call the
+// fast paths do not cover runs the portable kernel.
 #include <algorithm>
 #include <array>
 #include <cmath>
