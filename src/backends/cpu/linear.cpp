@@ -31,11 +31,16 @@ bool uses_bf16_dot(const Config& config, DType dtype) {
   return dtype == DType::kBF16 && config.simd->to_bf16_pairs != nullptr;
 }
 
-// Scratch bytes a call with M rows takes for its prepared activations.
-size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int64_t M) {
+// Scratch bytes a call with M rows takes for its prepared activations (and, for f16 weights,
+// the per-thread copies of widened panels where the kernels make them).
+size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int64_t M, int threads) {
   using runtime::Scratch;
   const auto rows = static_cast<size_t>(M);
   switch (w.dtype) {
+    case DType::kF16:
+      return M > 1 ? Scratch::bytes_for<float>(static_cast<size_t>(config.simd->f16_widen_floats) *
+                                               static_cast<size_t>(threads))
+                   : 0;
     case DType::kQ8: {
       const auto blocks = static_cast<size_t>(w.padded_k() / kQ8BlockSize);
       return Scratch::bytes_for<int8_t>(rows * w.padded_k()) + Scratch::bytes_for<float>(rows * blocks) +
@@ -100,7 +105,7 @@ Result<PreparedKernel> prepare_linear(const KernelPrepareContext& ctx, const voi
   state->packed = std::static_pointer_cast<const PackedMatrix>(packed);
   state->source = w.data;
   const int64_t M = x.numel() / K;
-  prepared.scratch_bytes = activation_scratch_bytes(state->config, state->packed->layout(), M);
+  prepared.scratch_bytes = activation_scratch_bytes(state->config, state->packed->layout(), M, pool_threads(ctx.pool));
   return prepared;
 }
 
@@ -156,6 +161,10 @@ Status linear(KernelContext& ctx) {
     if (pairs == nullptr) return out_of_scratch();
     config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, layout.steps, pairs);
     op.x_bf16 = pairs;
+  } else if (layout.dtype == DType::kF16 && dims.M > 1 && config.simd->f16_widen_floats > 0) {
+    op.f16_widen = scratch.take<float>(static_cast<size_t>(config.simd->f16_widen_floats) *
+                                       static_cast<size_t>(pool_threads(ctx.pool)));
+    if (op.f16_widen == nullptr) return out_of_scratch();
   } else if (layout.dtype == DType::kBF16 && dims.K % 2 != 0) {
     auto* padded = scratch.take<float>(rows * layout.padded_k());
     if (padded == nullptr) return out_of_scratch();
@@ -177,7 +186,7 @@ Status linear(KernelContext& ctx) {
   const int64_t piece = dims.M == 1 ? std::max<int64_t>(1, groups / (int64_t{threads} * 8)) : int64_t{1};
   const SimdKernels& simd = *config.simd;
   parallel_ranges(ctx.pool, layout.panels, 4, piece,
-                  [&](int64_t p0, int64_t p1, int) { simd.linear_panels(op, p0, p1); });
+                  [&](int64_t p0, int64_t p1, int thread) { simd.linear_panels(op, p0, p1, thread); });
   return ok_status();
 }
 

@@ -34,6 +34,9 @@ struct LinearOperands {
   const int32_t* x_corr = nullptr;
   const float* bias = nullptr;  // [N] or null
   float* y = nullptr;           // [M, N]
+  // f16 weights and several rows, where the table widens f16 panels (f16_widen_floats > 0):
+  // thread t's scratch for them, f16_widen + t * f16_widen_floats.
+  float* f16_widen = nullptr;
 };
 
 // One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
@@ -55,8 +58,8 @@ struct AttentionOperands {
 };
 
 struct SimdKernels {
-  // Output panels [p0, p1) of every row of the call.
-  void (*linear_panels)(const LinearOperands& op, int64_t p0, int64_t p1);
+  // Output panels [p0, p1) of every row of the call, on pool thread `thread`.
+  void (*linear_panels)(const LinearOperands& op, int64_t p0, int64_t p1, int thread);
   // Quantizes `rows` rows of K floats (stride x_stride) for a q8 matrix with padded_k columns:
   // per block of 32, scale = max|x| / 127 and q = round-to-even(x * 127 / max|x|); corr is
   // -128 * sum(q) (what the stored weight bias adds; only written where the int8 product is
@@ -81,6 +84,9 @@ struct SimdKernels {
   // How linear_panels reads packed q8 weights: biased (w + 128, for vpdpbusd, with the
   // corrections quantize_q8 writes) or signed (for maddubs). The packing must match.
   bool q8_biased_weights;
+  // Scratch floats per thread that linear_panels takes for a call with f16 weights and
+  // several rows (LinearOperands::f16_widen); 0: none.
+  int64_t f16_widen_floats;
 };
 
 // The table for a SIMD ISA (not kScalar) the CPU supports.
