@@ -92,7 +92,9 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
   const bool int8_dot = dtype == DType::kQ8 && q8_quantize;
   uint32_t seed = static_cast<uint32_t>(K * 7 + static_cast<int>(dtype));
   // M = 14: a full 12-row tile and a partial one; K above a cache block of steps (f32 256,
-  // f16 384 and bf16 192 with AVX-512) takes several blocks per output.
+  // f16 384 and bf16 192 with AVX-512) takes several blocks per output. f32 and f16 tiles read
+  // the activation rows in place, except at K = 1024 (rows 4 KiB apart), where they read a
+  // copy of each block (gemm in simd_kernels.inc).
   for (int64_t M : {1, 5, 14}) {
     for (int64_t N : {1, 3, 13, 67}) {
       for (bool with_bias : {false, true}) {
@@ -150,8 +152,9 @@ TEST_P(OptimizedLinear, ScalarFallbackIsThePortableKernel) {
 INSTANTIATE_TEST_SUITE_P(
     WeightDtypes, OptimizedLinear,
     ::testing::Values(Case{DType::kF32, 1}, Case{DType::kF32, 7}, Case{DType::kF32, 17}, Case{DType::kF32, 37},
-                      Case{DType::kF32, 100}, Case{DType::kF32, 768}, Case{DType::kF16, 1}, Case{DType::kF16, 9},
-                      Case{DType::kF16, 37}, Case{DType::kF16, 260}, Case{DType::kF16, 800}, Case{DType::kBF16, 5},
+                      Case{DType::kF32, 100}, Case{DType::kF32, 768}, Case{DType::kF32, 1024}, Case{DType::kF16, 1},
+                      Case{DType::kF16, 9}, Case{DType::kF16, 37}, Case{DType::kF16, 260}, Case{DType::kF16, 800},
+                      Case{DType::kF16, 1024}, Case{DType::kBF16, 5},
                       Case{DType::kBF16, 37}, Case{DType::kBF16, 160}, Case{DType::kBF16, 401}, Case{DType::kQ8, 32}, Case{DType::kQ8, 96}, Case{DType::kQ8, 800},
                       Case{DType::kQ8, 32, false}, Case{DType::kQ8, 96, false}, Case{DType::kQ8, 800, false}),
     [](const auto& info) {
