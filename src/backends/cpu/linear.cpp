@@ -31,16 +31,20 @@ bool uses_bf16_dot(const Config& config, DType dtype) {
   return dtype == DType::kBF16 && config.simd->to_bf16_pairs != nullptr;
 }
 
+// Floats of the per-thread copies of widened f16 panels a call with M rows takes (none for
+// one row, or where the kernels widen in registers only).
+size_t f16_widen_floats(const Config& config, int64_t M, int threads) {
+  return M > 1 ? static_cast<size_t>(config.simd->f16_widen_floats) * static_cast<size_t>(threads) : 0;
+}
+
 // Scratch bytes a call with M rows takes for its prepared activations (and, for f16 weights,
-// the per-thread copies of widened panels where the kernels make them).
+// the widened panels).
 size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int64_t M, int threads) {
   using runtime::Scratch;
   const auto rows = static_cast<size_t>(M);
   switch (w.dtype) {
     case DType::kF16:
-      return M > 1 ? Scratch::bytes_for<float>(static_cast<size_t>(config.simd->f16_widen_floats) *
-                                               static_cast<size_t>(threads))
-                   : 0;
+      return Scratch::bytes_for<float>(f16_widen_floats(config, M, threads));
     case DType::kQ8: {
       const auto blocks = static_cast<size_t>(w.padded_k() / kQ8BlockSize);
       return Scratch::bytes_for<int8_t>(rows * w.padded_k()) + Scratch::bytes_for<float>(rows * blocks) +
@@ -161,9 +165,9 @@ Status linear(KernelContext& ctx) {
     if (pairs == nullptr) return out_of_scratch();
     config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, layout.steps, pairs);
     op.x_bf16 = pairs;
-  } else if (layout.dtype == DType::kF16 && dims.M > 1 && config.simd->f16_widen_floats > 0) {
-    op.f16_widen = scratch.take<float>(static_cast<size_t>(config.simd->f16_widen_floats) *
-                                       static_cast<size_t>(pool_threads(ctx.pool)));
+  } else if (const size_t widen = f16_widen_floats(config, dims.M, pool_threads(ctx.pool));
+             layout.dtype == DType::kF16 && widen > 0) {
+    op.f16_widen = scratch.take<float>(widen);
     if (op.f16_widen == nullptr) return out_of_scratch();
   } else if (layout.dtype == DType::kBF16 && dims.K % 2 != 0) {
     auto* padded = scratch.take<float>(rows * layout.padded_k());
