@@ -3,7 +3,9 @@
 //                         kernel against the optimized one on one thread and on every thread;
 //                         bytes_per_second is the weight stream (weights hot in the caches)
 //   linear_rows/...       a prompt chunk of M rows: GFLOPS counts 2 * M * N * K per call, to
-//                         set against bench/compute_peak
+//                         set against bench/compute_peak. Suffix _cold (M = 128): the weights
+//                         come from memory, the activations from the caches, as in a model
+//                         (each weight is read once per chunk); without it all stays cached
 //   decode_step_linears   every linear of one decode step of a ~110M model, each with its own
 //                         weights (memory-bound: the weight stream of a real decode step)
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
@@ -89,6 +91,13 @@ class PreparedLinear {
   const std::string& error() const { return error_; }
   Status run() { return bound_->run(inputs_, outputs_, scratch_.span()); }
   int64_t weight_bytes() const { return static_cast<int64_t>(w_.size()); }
+  // Reads the activations and outputs back into the caches (as a model's previous op leaves them).
+  float touch_activations() const {
+    float sum = 0.0f;
+    for (size_t i = 0; i < x_.size(); i += 16) sum += x_[i];
+    for (size_t i = 0; i < y_.size(); i += 16) sum += y_[i];
+    return sum;
+  }
   double flops() const { return 2.0 * static_cast<double>(M_) * static_cast<double>(K_) * static_cast<double>(N_); }
 
  private:
@@ -101,14 +110,22 @@ class PreparedLinear {
   std::string error_;
 };
 
-void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int64_t N,
+void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int64_t N, bool cold,
                  std::shared_ptr<const runtime::KernelRegistry> registry) {
   PreparedLinear linear(*registry, dtype, M, K, N, 1);
   if (!linear.error().empty()) {
     state.SkipWithError(linear.error().c_str());
     return;
   }
+  std::vector<float> evict(cold ? size_t{64} << 20 >> 2 : 0);
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      float sum = 0.0f;
+      for (size_t i = 0; i < evict.size(); i += 16) sum += evict[i];
+      benchmark::DoNotOptimize(sum + linear.touch_activations());
+      state.ResumeTiming();
+    }
     const Status status = linear.run();
     if (!status.ok()) {
       state.SkipWithError(status.error().to_string().c_str());
@@ -235,7 +252,7 @@ int main(int argc, char** argv) {
     for (const auto& [K, N] : shapes)
       for (const auto& variant : variants) {
         const std::string name = fmt::format("linear/{}/K{}_N{}/{}", dtype_name(dtype), K, N, variant.name);
-        benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, 1, K, N, variant.registry)
+        benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, 1, K, N, false, variant.registry)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
@@ -245,10 +262,14 @@ int main(int argc, char** argv) {
       for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}, {2048, 768}})
         for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                         {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
-          const std::string name = fmt::format("linear_rows/{}/M{}_K{}_N{}/{}", dtype_name(dtype), M, K, N, variant.name);
-          benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, M, K, N, variant.registry)
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
+          for (bool cold : {false, true}) {
+            if (cold && M != 128) continue;
+            const std::string name = fmt::format("linear_rows/{}/M{}_K{}_N{}{}/{}", dtype_name(dtype), M, K, N,
+                                                 cold ? "_cold" : "", variant.name);
+            benchmark::RegisterBenchmark(name.c_str(), linear_rows, dtype, M, K, N, cold, variant.registry)
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+          }
         }
   const std::vector<Variant> attention_variants{{"optimized_t1", optimized(1, true)},
                                                 {fmt::format("optimized_t{}", all), optimized(all, true)}};
