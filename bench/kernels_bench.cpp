@@ -71,6 +71,18 @@ std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
   return out;
 }
 
+// The sum of one float per 64-byte line of `values`: reading it brings every line into the
+// caches (the sum keeps the reads from being dropped).
+float sum_per_line(const std::vector<float>& values) {
+  float sum = 0.0f;
+  for (size_t i = 0; i < values.size(); i += 16) sum += values[i];
+  return sum;
+}
+
+// A buffer larger than the last-level cache (64 MiB), read between timed calls of a _cold
+// benchmark so that what the call reads comes from memory. Empty when not cold.
+std::vector<float> cache_evictor(bool cold) { return std::vector<float>(cold ? size_t{64} << 20 >> 2 : 0); }
+
 // One linear with its weights, prepared once and run many times.
 class PreparedLinear {
  public:
@@ -92,12 +104,7 @@ class PreparedLinear {
   Status run() { return bound_->run(inputs_, outputs_, scratch_.span()); }
   int64_t weight_bytes() const { return static_cast<int64_t>(w_.size()); }
   // Reads the activations and outputs back into the caches (as a model's previous op leaves them).
-  float touch_activations() const {
-    float sum = 0.0f;
-    for (size_t i = 0; i < x_.size(); i += 16) sum += x_[i];
-    for (size_t i = 0; i < y_.size(); i += 16) sum += y_[i];
-    return sum;
-  }
+  float touch_activations() const { return sum_per_line(x_) + sum_per_line(y_); }
   double flops() const { return 2.0 * static_cast<double>(M_) * static_cast<double>(K_) * static_cast<double>(N_); }
 
  private:
@@ -117,13 +124,11 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
     state.SkipWithError(linear.error().c_str());
     return;
   }
-  std::vector<float> evict(cold ? size_t{64} << 20 >> 2 : 0);
+  const std::vector<float> evict = cache_evictor(cold);
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
-      float sum = 0.0f;
-      for (size_t i = 0; i < evict.size(); i += 16) sum += evict[i];
-      benchmark::DoNotOptimize(sum + linear.touch_activations());
+      benchmark::DoNotOptimize(sum_per_line(evict) + linear.touch_activations());
       state.ResumeTiming();
     }
     const Status status = linear.run();
@@ -170,13 +175,11 @@ void attention_chunk(benchmark::State& state, AttentionShape shape, int64_t T, i
     return;
   }
   AlignedBuffer scratch(bound->scratch_bytes());
-  std::vector<float> evict(cold ? size_t{64} << 20 >> 2 : 0);
+  const std::vector<float> evict = cache_evictor(cold);
   for (auto _ : state) {
     if (cold) {
       state.PauseTiming();
-      float sum = 0.0f;
-      for (size_t i = 0; i < evict.size(); i += 16) sum += evict[i];
-      benchmark::DoNotOptimize(sum);
+      benchmark::DoNotOptimize(sum_per_line(evict));
       state.ResumeTiming();
     }
     const Status status = bound->run(inputs, outputs, scratch.span());
