@@ -94,14 +94,14 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 // Prompt processing of `tokens` at positions from `depth` on. Starting at `depth` rewinds the
 // manager's history there; the cache rows before it stay as the fill left them.
-Result<double> run_prompt(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
+Result<double> time_prompt(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
   const auto start = Clock::now();
   KESTREL_RETURN_IF_ERROR(io.forward(tokens, depth));
   return static_cast<double>(tokens.size()) / seconds_since(start);
 }
 
 // One decode step per token, at positions from `depth` on.
-Result<double> run_generate(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
+Result<double> time_generation(llm::IOManager& io, const std::vector<int64_t>& tokens, int64_t depth) {
   const auto start = Clock::now();
   for (size_t i = 0; i < tokens.size(); ++i)
     KESTREL_RETURN_IF_ERROR(io.forward(std::span<const int64_t>(&tokens[i], 1), depth + static_cast<int64_t>(i)));
@@ -194,7 +194,7 @@ Result<std::vector<TestResult>> run_benchmarks(const BenchArgs& args) {
       const auto tokens = bench_tokens(n, info.vocab_size);
       const bool prompt = test.n_prompt > 0;
       KESTREL_RETURN_IF_ERROR(measure(
-          test, [&] { return prompt ? run_prompt(io, tokens, depth) : run_generate(io, tokens, depth); }));
+          test, [&] { return prompt ? time_prompt(io, tokens, depth) : time_generation(io, tokens, depth); }));
     }
   }
   return results;

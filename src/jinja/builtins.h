@@ -15,6 +15,9 @@ namespace kestrel::jinja {
 using FilterFunction = Result<Value> (*)(Interpreter&, const Value& operand, CallArgs& args);
 using TestFunction = Result<bool> (*)(Interpreter&, const Value& operand, CallArgs& args);
 
+// A builtin called the wrong way (argument type, count or value): an invalid-argument error.
+inline Error fail(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
+
 // Null when there is no such filter or test.
 FilterFunction find_filter(std::string_view name);
 TestFunction find_test(std::string_view name);

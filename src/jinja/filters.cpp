@@ -13,8 +13,6 @@ namespace kestrel::jinja {
 
 namespace {
 
-Error fail(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
 using Slots = std::vector<std::optional<Value>>;
 
 bool flag(const std::optional<Value>& value, bool fallback = false) { return value ? truthy(*value) : fallback; }

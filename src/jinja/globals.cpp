@@ -13,8 +13,6 @@ namespace {
 // Jinja's sandbox refuses larger ranges.
 constexpr int64_t kMaxRange = 100000;
 
-Error fail(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
 Result<Value> range(Interpreter&, CallArgs& args) {
   if (!args.keyword.empty()) return fail("range() takes no keyword arguments");
   if (args.positional.empty() || args.positional.size() > 3)

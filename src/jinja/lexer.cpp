@@ -9,9 +9,9 @@ namespace kestrel::jinja {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_name_char(char c) { return is_name_start(c) || is_ascii_digit(c); }
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -188,7 +188,7 @@ class Lexer {
       const char c = src_[pos];
       if (is_python_space(cp)) {
         pos += length;
-      } else if (is_digit(c)) {
+      } else if (is_ascii_digit(c)) {
         KESTREL_ASSIGN_OR_RETURN(pos, lex_number(pos));
       } else if (is_name_start(c)) {
         size_t end = pos;
@@ -223,9 +223,9 @@ class Lexer {
 
   // Digits with single underscores between them; returns the end.
   size_t digits(size_t pos, std::string& out) const {
-    while (pos < src_.size() && is_digit(src_[pos])) {
+    while (pos < src_.size() && is_ascii_digit(src_[pos])) {
       out += src_[pos++];
-      if (pos + 1 < src_.size() && src_[pos] == '_' && is_digit(src_[pos + 1])) ++pos;
+      if (pos + 1 < src_.size() && src_[pos] == '_' && is_ascii_digit(src_[pos + 1])) ++pos;
     }
     return pos;
   }
@@ -258,7 +258,7 @@ class Lexer {
     size_t pos = digits(start, text);
     const bool after_dot = start > 0 && src_[start - 1] == '.';
     bool is_float = false;
-    if (!after_dot && pos + 1 < src_.size() && src_[pos] == '.' && is_digit(src_[pos + 1])) {
+    if (!after_dot && pos + 1 < src_.size() && src_[pos] == '.' && is_ascii_digit(src_[pos + 1])) {
       text += '.';
       pos = digits(pos + 1, text);
       is_float = true;
@@ -267,7 +267,7 @@ class Lexer {
       size_t p = pos + 1;
       std::string exponent = "e";
       if (p < src_.size() && (src_[p] == '+' || src_[p] == '-')) exponent += src_[p++];
-      if (p < src_.size() && is_digit(src_[p])) {
+      if (p < src_.size() && is_ascii_digit(src_[p])) {
         pos = digits(p, exponent);
         text += exponent;
         is_float = true;

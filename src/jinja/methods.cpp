@@ -10,8 +10,6 @@ namespace kestrel::jinja {
 
 namespace {
 
-Error fail(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
 Value string_list(const std::vector<std::string>& parts) {
   std::vector<Value> items;
   items.reserve(parts.size());
@@ -99,7 +97,7 @@ Result<Value> no_argument_transform(const std::string& self, CallArgs& args) {
   return Value(Transform(self));
 }
 
-Result<Value> replace(const std::string& self, CallArgs& args) {
+Result<Value> str_replace(const std::string& self, CallArgs& args) {
   KESTREL_ASSIGN_OR_RETURN(auto a, bind_arguments("replace", args, {"old", "new", "count"}));
   KESTREL_ASSIGN_OR_RETURN(std::string old, string_argument(a[0], "replace", "old"));
   KESTREL_ASSIGN_OR_RETURN(std::string with, string_argument(a[1], "replace", "new"));
@@ -138,7 +136,7 @@ Result<Value> count(const std::string& self, CallArgs& args) {
   return Value(n);
 }
 
-Result<Value> join(const std::string& self, CallArgs& args) {
+Result<Value> str_join(const std::string& self, CallArgs& args) {
   KESTREL_ASSIGN_OR_RETURN(auto a, bind_arguments("join", args, {"iterable"}));
   if (!a[0]) return fail("join() takes exactly one argument (0 given)");
   std::vector<Value> items;
@@ -202,7 +200,7 @@ Result<Value> removeprefix(const std::string& self, CallArgs& args) { return aff
 Result<Value> removesuffix(const std::string& self, CallArgs& args) { return affix_remove(self, args, false); }
 
 // str.format with {} {0} {name} fields (conversions !s !r; no format specs).
-Result<Value> format(const std::string& self, CallArgs& args) {
+Result<Value> str_format(const std::string& self, CallArgs& args) {
   std::string out;
   size_t automatic = 0;
   for (size_t i = 0; i < self.size(); ++i) {
@@ -267,12 +265,12 @@ const std::vector<std::pair<std::string_view, StringMethod>>& string_methods() {
       {"lower", no_argument_transform<lower_text>},
       {"title", no_argument_transform<py_title>},
       {"capitalize", no_argument_transform<py_capitalize>},
-      {"replace", replace},
+      {"replace", str_replace},
       {"find", find},
       {"rfind", rfind},
       {"index", index},
       {"count", count},
-      {"join", join},
+      {"join", str_join},
       {"splitlines", splitlines},
       {"isdigit", all_characters<is_digit>},
       {"isalpha", all_characters<is_alpha>},
@@ -282,7 +280,7 @@ const std::vector<std::pair<std::string_view, StringMethod>>& string_methods() {
       {"islower", cased<false>},
       {"removeprefix", removeprefix},
       {"removesuffix", removesuffix},
-      {"format", format},
+      {"format", str_format},
   };
   return kMethods;
 }

@@ -11,8 +11,6 @@ namespace kestrel::jinja {
 
 namespace {
 
-Error fail(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
-
 // One required argument ("other"), as the comparison tests take.
 Result<Value> other_argument(const char* test, CallArgs& args) {
   KESTREL_ASSIGN_OR_RETURN(auto a, bind_arguments(test, args, {"other"}));
@@ -25,20 +23,21 @@ Status no_arguments(const char* test, CallArgs& args) {
   return ok_status();
 }
 
-#define KESTREL_SIMPLE_TEST(name, expression)                          \
-  Result<bool> name(Interpreter&, const Value& v, CallArgs& args) {    \
-    KESTREL_RETURN_IF_ERROR(no_arguments(#name, args));                \
-    return (expression);                                               \
+// Defines `name_test`, the Jinja test `name` (suffixed: some names are C++ keywords).
+#define KESTREL_SIMPLE_TEST(name, expression)                            \
+  Result<bool> name##_test(Interpreter&, const Value& v, CallArgs& args) { \
+    KESTREL_RETURN_IF_ERROR(no_arguments(#name, args));                  \
+    return (expression);                                                 \
   }
 
 KESTREL_SIMPLE_TEST(defined, !v.is_undefined())
 KESTREL_SIMPLE_TEST(undefined, v.is_undefined())
 KESTREL_SIMPLE_TEST(none, v.is_none())
 KESTREL_SIMPLE_TEST(boolean, v.is_bool())
-KESTREL_SIMPLE_TEST(false_test, v.is_bool() && !v.as_bool())
-KESTREL_SIMPLE_TEST(true_test, v.is_bool() && v.as_bool())
+KESTREL_SIMPLE_TEST(false, v.is_bool() && !v.as_bool())
+KESTREL_SIMPLE_TEST(true, v.is_bool() && v.as_bool())
 KESTREL_SIMPLE_TEST(integer, v.is_int())
-KESTREL_SIMPLE_TEST(float_test, v.is_float())
+KESTREL_SIMPLE_TEST(float, v.is_float())
 KESTREL_SIMPLE_TEST(string, v.is_string())
 KESTREL_SIMPLE_TEST(mapping, v.kind() == Value::Kind::kDict)
 KESTREL_SIMPLE_TEST(number, v.is_number())
@@ -51,12 +50,12 @@ KESTREL_SIMPLE_TEST(escaped, false)
 
 #undef KESTREL_SIMPLE_TEST
 
-Result<bool> lower(Interpreter&, const Value& v, CallArgs& args) {
+Result<bool> lower_test(Interpreter&, const Value& v, CallArgs& args) {
   KESTREL_RETURN_IF_ERROR(no_arguments("lower", args));
   return py_is_cased(to_str(v), false);
 }
 
-Result<bool> upper(Interpreter&, const Value& v, CallArgs& args) {
+Result<bool> upper_test(Interpreter&, const Value& v, CallArgs& args) {
   KESTREL_RETURN_IF_ERROR(no_arguments("upper", args));
   return py_is_cased(to_str(v), true);
 }
@@ -126,15 +125,15 @@ struct TestEntry {
 };
 
 constexpr TestEntry kTests[] = {
-    {"odd", odd},         {"even", even},          {"divisibleby", divisibleby}, {"defined", defined},
-    {"undefined", undefined}, {"filter", filter_exists}, {"test", test_exists}, {"none", none},
-    {"boolean", boolean}, {"false", false_test},   {"true", true_test},      {"integer", integer},
-    {"float", float_test}, {"lower", lower},        {"upper", upper},         {"string", string},
-    {"mapping", mapping}, {"number", number},      {"sequence", sequence},   {"iterable", iterable},
-    {"callable", callable}, {"sameas", sameas},    {"escaped", escaped},     {"in", in_test},
-    {"==", comparison<0>}, {"eq", comparison<0>},  {"equalto", comparison<0>}, {"!=", comparison<1>},
-    {"ne", comparison<1>}, {">", comparison<2>},   {"gt", comparison<2>},    {"greaterthan", comparison<2>},
-    {">=", comparison<3>}, {"ge", comparison<3>},  {"<", comparison<4>},     {"lt", comparison<4>},
+    {"odd", odd}, {"even", even}, {"divisibleby", divisibleby}, {"defined", defined_test},
+    {"undefined", undefined_test}, {"filter", filter_exists}, {"test", test_exists}, {"none", none_test},
+    {"boolean", boolean_test}, {"false", false_test}, {"true", true_test}, {"integer", integer_test},
+    {"float", float_test}, {"lower", lower_test}, {"upper", upper_test}, {"string", string_test},
+    {"mapping", mapping_test}, {"number", number_test}, {"sequence", sequence_test}, {"iterable", iterable_test},
+    {"callable", callable_test}, {"sameas", sameas}, {"escaped", escaped_test}, {"in", in_test},
+    {"==", comparison<0>}, {"eq", comparison<0>}, {"equalto", comparison<0>}, {"!=", comparison<1>},
+    {"ne", comparison<1>}, {">", comparison<2>}, {"gt", comparison<2>}, {"greaterthan", comparison<2>},
+    {">=", comparison<3>}, {"ge", comparison<3>}, {"<", comparison<4>}, {"lt", comparison<4>},
     {"lessthan", comparison<4>}, {"<=", comparison<5>}, {"le", comparison<5>},
 };
 

@@ -8,7 +8,13 @@
 #include <tuple>
 #include <variant>
 
+#include "program/format.h"
+
 namespace kestrel::program {
+
+std::string format::shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 namespace {
 
@@ -81,7 +87,7 @@ std::string bytes_text(const std::vector<uint8_t>& bytes) {
   return out + fmt::format(" ({} bytes)", bytes.size());
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+using format::shape_text;
 
 std::string plural(size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
 

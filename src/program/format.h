@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kestrel/core/result.h"
@@ -74,5 +75,11 @@ struct SerializeOptions {
   std::optional<std::vector<SegmentRange>> segment_table;
 };
 Result<std::vector<uint8_t>> serialize(const ProgramSpec& spec, const SerializeOptions& options);
+
+// The largest value kind a program may hold: the loader and the validator refuse any other.
+inline constexpr uint32_t kMaxValueKind = static_cast<uint32_t>(ValueKind::kAlias);
+
+// "[2, 3]": a shape as error messages and descriptions print it.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 }  // namespace kestrel::program::format

@@ -85,8 +85,6 @@ Result<Header> decode_header(std::span<const uint8_t> bytes) {
 
 namespace {
 
-constexpr uint32_t kMaxValueKind = static_cast<uint32_t>(ValueKind::kAlias);
-
 Error corrupt(std::string message) { return Error(ErrorCode::kCorrupt, std::move(message)); }
 
 // The verifier checks only that a vector's length field is 4-byte aligned; elements of 8 bytes
@@ -178,7 +176,7 @@ Result<ValueSpec> decode_value(const fb::Value& value, const std::string& what) 
   spec.name = str(value.name());
   if (!dtype_is_valid(value.dtype())) return corrupt(fmt::format("{}: invalid dtype {}", what, value.dtype()));
   spec.dtype = static_cast<DType>(value.dtype());
-  if (value.kind() > kMaxValueKind) return corrupt(fmt::format("{}: unknown value kind {}", what, value.kind()));
+  if (value.kind() > format::kMaxValueKind) return corrupt(fmt::format("{}: unknown value kind {}", what, value.kind()));
   spec.kind = static_cast<ValueKind>(value.kind());
   KESTREL_ASSIGN_OR_RETURN(spec.shape, int_list(value.shape(), what + ": shape"));
   if (const auto* ref = value.constant()) spec.constant = {ref->segment(), ref->offset(), ref->nbytes()};

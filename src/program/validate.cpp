@@ -9,14 +9,14 @@
 
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/core/tensor.h"
+#include "program/format.h"
 
 namespace kestrel::program {
 
 namespace {
 
-constexpr uint32_t kMaxValueKind = static_cast<uint32_t>(ValueKind::kAlias);
-
-std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+using format::kMaxValueKind;
+using format::shape_text;
 
 const char* kind_name(ValueKind kind) {
   switch (kind) {

@@ -14,6 +14,7 @@
 #include "kestrel/tokenizer/tokenizer.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/hf_pipeline.h"
+#include "tokenizer/token_ids.h"
 #include "tokenizer/utf8.h"
 
 namespace kestrel::tokenizer {
@@ -21,11 +22,7 @@ namespace {
 
 using namespace detail::hf;  // NOLINT(google-build-using-namespace): the pipeline's own pieces
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using Vocab = std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>>;
+using Vocab = TokenIds;
 
 // ---------------------------------------------------------------------------------------------
 // Added tokens.

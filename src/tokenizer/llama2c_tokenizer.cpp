@@ -9,6 +9,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/tokenizer/tokenizer.h"
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/token_ids.h"
 #include "tokenizer/utf8.h"
 
 namespace kestrel::tokenizer {
@@ -17,11 +18,6 @@ namespace {
 constexpr int64_t kBos = 1;
 constexpr int64_t kEos = 2;
 constexpr int64_t kMaxVocab = int64_t{1} << 22;
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 class Llama2cTokenizer final : public Tokenizer {
  public:
@@ -160,7 +156,7 @@ class Llama2cTokenizer final : public Tokenizer {
 
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
-  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> lookup_;
+  TokenIds lookup_;
   std::array<int64_t, 256> byte_ids_{};
 };
 

@@ -10,17 +10,12 @@
 
 #include "cli/cli_fixture.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
+#include "support/expect_contains.h"
 
 namespace kestrel::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define EXPECT_CONTAINS(haystack, needle)                                                   \
-  do {                                                                                      \
-    const std::string h_ = (haystack);                                                      \
-    EXPECT_NE(h_.find(needle), std::string::npos) << h_ << "\n  lacks: " << (needle);       \
-  } while (0)
 
 using CliInput = Cli;
 

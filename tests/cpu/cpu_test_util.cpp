@@ -127,6 +127,14 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   return out;
 }
 
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa, bool q8_quantize_activations) {
+  CpuKernelOptions options;
+  options.threads = threads;
+  options.isa = isa;
+  options.q8_quantize_activations = q8_quantize_activations;
+  return optimized_kernel_registry(options);
+}
+
 Status run(const runtime::KernelRegistry& registry, std::string_view op, const std::vector<TensorView>& inputs,
            const std::vector<TensorView>& outputs, const program::Attrs& attrs) {
   std::vector<TensorView> outs = outputs;

@@ -46,6 +46,11 @@ class Tensor {
 std::vector<Isa> simd_isas();
 std::string isa_label(Isa isa);
 
+// The optimized kernel registry with `threads` workers, kernels for `isa`, and q8 activations
+// quantized per block unless `q8_quantize_activations` is false.
+std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = best_supported_isa(),
+                                                        bool q8_quantize_activations = true);
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
 // Runs `op` from `registry`.

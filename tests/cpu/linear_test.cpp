@@ -18,15 +18,6 @@
 namespace kestrel::cpu::testing {
 namespace {
 
-std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = best_supported_isa(),
-                                                        bool q8_quantize = true) {
-  CpuKernelOptions options;
-  options.threads = threads;
-  options.isa = isa;
-  options.q8_quantize_activations = q8_quantize;
-  return optimized_kernel_registry(options);
-}
-
 std::vector<double> reference_linear(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
                                      int64_t N, const std::vector<double>& bias) {
   std::vector<double> y(static_cast<size_t>(M * N));

@@ -14,13 +14,6 @@
 namespace kestrel::cpu::testing {
 namespace {
 
-std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa = best_supported_isa()) {
-  CpuKernelOptions options;
-  options.threads = threads;
-  options.isa = isa;
-  return optimized_kernel_registry(options);
-}
-
 const runtime::KernelRegistry& portable() { return *kernels::portable_kernel_registry(); }
 
 // ---- attention ----------------------------------------------------------------------------

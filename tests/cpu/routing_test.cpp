@@ -20,13 +20,6 @@ namespace {
 constexpr int64_t kStep = 5, kContext = 40;
 const std::vector<int64_t> kPrompt{1, 17, 42, 99, 3, 150, 7, 88, 123, 5, 61, 199, 12, 77};
 
-std::shared_ptr<const runtime::KernelRegistry> registry(int threads, Isa isa) {
-  CpuKernelOptions options;
-  options.threads = threads;
-  options.isa = isa;
-  return optimized_kernel_registry(options);
-}
-
 std::vector<float> copy(std::span<const float> logits) { return {logits.begin(), logits.end()}; }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {

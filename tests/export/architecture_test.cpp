@@ -17,6 +17,7 @@
 #include "kestrel/export/rope_tables.h"
 #include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
+#include "support/expect_contains.h"
 
 namespace kestrel::exporter {
 namespace {
@@ -48,12 +49,6 @@ std::string refusal(const std::string& json, ErrorCode code = ErrorCode::kUnsupp
   EXPECT_EQ(result.error().code(), code) << result.error().message();
   return result.error().message();
 }
-
-#define EXPECT_CONTAINS(haystack, needle)                                                  \
-  do {                                                                                     \
-    const std::string h_ = (haystack);                                                     \
-    EXPECT_NE(h_.find(needle), std::string::npos) << h_ << "\n  lacks: " << (needle);      \
-  } while (0)
 
 TEST(ArchitectureTable, EveryHfArchitectureParsesAndNamesItsTensorsFromTheTable) {
   for (const Architecture* architecture : architectures()) {

@@ -1,18 +1,17 @@
 #include <gtest/gtest.h>
 
+#include "export/zero_constant.h"
 #include "kestrel/export/graph.h"
 
 namespace kestrel::exporter {
 namespace {
 
-std::shared_ptr<const ConstantData> floats(size_t count) {
-  return ConstantData::owned(std::vector<uint8_t>(count * 4, 0));
-}
+using testing::zero_floats;
 
 TEST(Graph, BuildsChainAndValidates) {
   Graph g;
   ValueId x = g.add_input("x", DType::kF32, {1, 4}, InputKind::kUser);
-  ValueId w = g.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, floats(16));
+  ValueId w = g.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, zero_floats(16));
   ValueId y = g.add_op("linear", {x, w}, "y", DType::kF32, {1, 4});
   ValueId z = g.add_op("add", {y, x}, "z", DType::kF32, {1, 4});
   g.mark_output(z);
@@ -129,7 +128,7 @@ TEST(Graph, RejectsMissingValueDuplicateIdsAndBadOutputs) {
 TEST(Graph, RejectsDataOfTheWrongSizeAndBadDelegate) {
   {
     Graph g;
-    g.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, floats(15));
+    g.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, zero_floats(15));
     auto status = g.validate();
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.error().message().find("'w'"), std::string::npos);

@@ -13,6 +13,7 @@
 #include "kestrel/export/exporter.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
 #include "kestrel/fixtures/tokenizer_builder.h"
+#include "support/expect_contains.h"
 
 namespace kestrel::exporter {
 namespace {
@@ -21,21 +22,12 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using fixtures::FixtureConfig;
 using testing::ScratchDir;
+using testing::write_text;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-#define EXPECT_CONTAINS(haystack, needle)                                                   \
-  do {                                                                                      \
-    const std::string h_ = (haystack);                                                      \
-    EXPECT_NE(h_.find(needle), std::string::npos) << h_ << "\n  lacks: " << (needle);       \
-  } while (0)
 
 class HostileCheckpoint : public ::testing::Test {
  protected:

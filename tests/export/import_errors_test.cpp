@@ -10,6 +10,7 @@
 #include "kestrel/export/checkpoint.h"
 #include "export/scratch_dir.h"
 #include "kestrel/fixtures/checkpoint_writer.h"
+#include "support/expect_contains.h"
 
 namespace kestrel::exporter {
 namespace {
@@ -18,11 +19,7 @@ namespace fs = std::filesystem;
 using fixtures::FixtureConfig;
 
 using testing::ScratchDir;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using testing::write_text;
 
 // A safetensors file with a hand-written header and `data_bytes` bytes of data.
 void write_raw_safetensors(const std::string& path, const std::string& header, size_t data_bytes,
@@ -47,12 +44,6 @@ std::string load_error(const std::string& path, const CheckpointOptions& options
   if (code) *code = result.error().code();
   return result.error().message();
 }
-
-#define EXPECT_CONTAINS(haystack, needle)                                       \
-  do {                                                                          \
-    const std::string h_ = (haystack);                                          \
-    EXPECT_NE(h_.find(needle), std::string::npos) << h_ << "\n  lacks: " << (needle); \
-  } while (0)
 
 class ImportHfErrors : public ::testing::Test {
  protected:

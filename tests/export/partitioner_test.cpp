@@ -7,6 +7,7 @@
 #include <set>
 
 #include "export/test_backend.h"
+#include "export/zero_constant.h"
 #include "kestrel/export/partitioner.h"
 #include "kestrel/export/pass_manager.h"
 
@@ -15,10 +16,7 @@ namespace {
 
 using testing::payload_text;
 using testing::TestBackend;
-
-std::shared_ptr<const ConstantData> floats(size_t count) {
-  return ConstantData::owned(std::vector<uint8_t>(count * 4, 0));
-}
+using testing::zero_floats;
 
 Partitioner make_partitioner(std::shared_ptr<const BackendExporter> backend, const OptionMap& options = {}) {
   auto partitioner = Partitioner::from_options(std::move(backend), options);
@@ -32,7 +30,7 @@ struct Chain {
   ValueId x, w, a, b, c;
   Chain() {
     x = graph.add_input("x", DType::kF32, {1, 4}, InputKind::kUser);
-    w = graph.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, floats(16));
+    w = graph.add_input("w", DType::kF32, {4, 4}, InputKind::kParameter, zero_floats(16));
     a = graph.add_op("linear", {x, w}, "a", DType::kF32, {1, 4});
     b = graph.add_op("add", {a, x}, "b", DType::kF32, {1, 4});
     c = graph.add_op("mul", {b, b}, "c", DType::kF32, {1, 4});

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace kestrel::exporter::testing {
@@ -26,5 +27,9 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
 
 }  // namespace kestrel::exporter::testing

@@ -41,10 +41,6 @@ std::vector<DtypeCase> dtype_cases() {
   return all;
 }
 
-int64_t argmax(std::span<const float> values) {
-  return static_cast<int64_t>(std::max_element(values.begin(), values.end()) - values.begin());
-}
-
 class ExportDtypes : public ::testing::TestWithParam<DtypeCase> {};
 
 TEST_P(ExportDtypes, HalfCheckpointsExportToEveryWeightDtype) {

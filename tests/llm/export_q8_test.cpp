@@ -21,10 +21,6 @@ fixtures::FixtureConfig q8_fixture() {
   return config;
 }
 
-int64_t argmax(std::span<const float> values) {
-  return static_cast<int64_t>(std::max_element(values.begin(), values.end()) - values.begin());
-}
-
 size_t constant_bytes(const program::ProgramSpec& spec) {
   size_t total = 0;
   for (const auto& segment : spec.segments) total += segment.size();

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "kestrel/export/exporter.h"
@@ -27,6 +30,11 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Index of the largest value (the first on ties): the greedy token.
+inline int64_t argmax(std::span<const float> values) {
+  return static_cast<int64_t>(std::max_element(values.begin(), values.end()) - values.begin());
+}
 
 inline fixtures::FixtureConfig small_fixture() {
   fixtures::FixtureConfig config;

@@ -15,7 +15,7 @@ namespace {
 
 const std::vector<std::string> kSpecials = {"<|begin_of_text|>", "<|end_of_text|>"};
 
-std::unique_ptr<Tokenizer> load(const std::string& json) {
+std::unique_ptr<Tokenizer> load_json_text(const std::string& json) {
   auto t = load_hf_tokenizer(std::string_view(json));
   EXPECT_TRUE(t.ok()) << t.error().to_string();
   return t.ok() ? std::move(t).value() : nullptr;
@@ -32,7 +32,7 @@ TEST(TokenizerBuilder, DefaultCorpusIsAFewKilobytesOfAscii) {
 TEST(TokenizerBuilder, JsonLoadsAndRoundTripsTheCorpus) {
   const std::string corpus = fixtures::default_corpus();
   const std::string json = fixtures::build_byte_level_bpe_tokenizer_json(corpus, 512, kSpecials);
-  auto t = load(json);
+  auto t = load_json_text(json);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->vocab_size(), 512);
   EXPECT_EQ(t->bos_id(), 510);
@@ -85,7 +85,7 @@ TEST(TokenizerBuilder, Deterministic) {
 
 TEST(TokenizerBuilder, SmallCorpusIsPaddedToTheExactSize) {
   const std::string json = fixtures::build_byte_level_bpe_tokenizer_json("aaaa bbbb", 300, kSpecials);
-  auto t = load(json);
+  auto t = load_json_text(json);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->vocab_size(), 300);
   EXPECT_EQ(t->token_id("<|begin_of_text|>"), 298);
@@ -93,7 +93,7 @@ TEST(TokenizerBuilder, SmallCorpusIsPaddedToTheExactSize) {
   EXPECT_EQ(*t->decode(*t->encode("aaaa bbbb", false)), "aaaa bbbb");
   EXPECT_LE(t->encode("aaaa bbbb", false)->size(), 2u);
   // Too small a size is raised to bytes + specials.
-  auto tiny = load(fixtures::build_byte_level_bpe_tokenizer_json("abc", 10, kSpecials));
+  auto tiny = load_json_text(fixtures::build_byte_level_bpe_tokenizer_json("abc", 10, kSpecials));
   ASSERT_TRUE(tiny);
   EXPECT_EQ(tiny->vocab_size(), 258);
 }

@@ -39,7 +39,7 @@ std::vector<Llama2cToken> hello_vocab() {
   return v;
 }
 
-std::unique_ptr<Tokenizer> load(const std::vector<Llama2cToken>& vocab) {
+std::unique_ptr<Tokenizer> load_vocab(const std::vector<Llama2cToken>& vocab) {
   const std::vector<uint8_t> bin = fixtures::build_llama2c_tokenizer_bin(vocab);
   auto t = load_llama2c_tokenizer(bin, static_cast<int64_t>(vocab.size()));
   EXPECT_TRUE(t.ok()) << t.error().to_string();
@@ -47,7 +47,7 @@ std::unique_ptr<Tokenizer> load(const std::vector<Llama2cToken>& vocab) {
 }
 
 TEST(Llama2cTokenizer, GreedyMergesByScore) {
-  auto t = load(hello_vocab());
+  auto t = load_vocab(hello_vocab());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->vocab_size(), 278);
   EXPECT_EQ(t->bos_id(), 1);
@@ -71,7 +71,7 @@ TEST(Llama2cTokenizer, ScoreOrderDecidesTheSplit) {
     v.push_back({"c", -100});
     v.push_back({"ab", ab_wins ? -1.0f : -2.0f});  // 270
     v.push_back({"bc", ab_wins ? -2.0f : -1.0f});  // 271
-    auto t = load(v);
+    auto t = load_vocab(v);
     ASSERT_TRUE(t);
     // Dummy prefix " " (259); " a" is not a piece.
     EXPECT_EQ(*t->encode("abc", false), ab_wins ? (Ids{259, 270, 269}) : (Ids{259, 267, 271}));
@@ -79,7 +79,7 @@ TEST(Llama2cTokenizer, ScoreOrderDecidesTheSplit) {
 }
 
 TEST(Llama2cTokenizer, ByteFallbackAndDecode) {
-  auto t = load(hello_vocab());
+  auto t = load_vocab(hello_vocab());
   ASSERT_TRUE(t);
   // é is not a piece: its bytes C3 A9 become ids 3 + byte.
   const Ids ids = *t->encode("h\xC3\xA9", false);
@@ -94,7 +94,7 @@ TEST(Llama2cTokenizer, ByteFallbackAndDecode) {
 }
 
 TEST(Llama2cTokenizer, RoundTrip) {
-  auto t = load(hello_vocab());
+  auto t = load_vocab(hello_vocab());
   ASSERT_TRUE(t);
   for (const std::string text :
        {"", "hello world", "  two leading spaces", "new\nlines\n\n", "emoji \xF0\x9F\x98\x80!",
@@ -108,7 +108,7 @@ TEST(Llama2cTokenizer, RoundTrip) {
 }
 
 TEST(Llama2cTokenizer, StreamingAfterBos) {
-  auto t = load(hello_vocab());
+  auto t = load_vocab(hello_vocab());
   ASSERT_TRUE(t);
   StreamingDecoder d(*t);
   std::string out;
@@ -152,7 +152,7 @@ TEST(Llama2cTokenizer, TruncatedOrBadFilesAreErrors) {
   EXPECT_EQ((*all)->vocab_size(), 278);
   EXPECT_FALSE(load_llama2c_tokenizer(cut, 0).ok());
 
-  auto t = load(hello_vocab());
+  auto t = load_vocab(hello_vocab());
   ASSERT_TRUE(t);
   auto bad = t->decode(Ids{271, 5000});
   ASSERT_FALSE(bad.ok());
@@ -166,7 +166,7 @@ TEST(Llama2cTokenizer, VocabBuiltFromCorpusRoundTrips) {
   ASSERT_EQ(vocab.size(), 512u);
   EXPECT_EQ(vocab[1].piece, "\n<s>\n");
   EXPECT_EQ(vocab[3 + 0x41].piece, "<0x41>");
-  auto t = load(vocab);
+  auto t = load_vocab(vocab);
   ASSERT_TRUE(t);
   auto ids = t->encode(corpus, true);
   ASSERT_TRUE(ids.ok()) << ids.error().to_string();

@@ -65,12 +65,6 @@ Status read_dimensions(const ConfigReader& r, ModelConfig& c) {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // Keys a rope_scaling type reads beyond its type name; anything else in the object is refused.
 const std::vector<std::string>& scaling_keys(const std::string& type) {
   static const std::vector<std::string> kDefault = {};
@@ -100,13 +94,13 @@ Result<RopeScaling> parse_rope_scaling(const json& object, const std::string& so
   static const std::vector<std::string> kSupported = {"default", "linear", "llama3", "longrope"};
   if (std::find(kSupported.begin(), kSupported.end(), type) == kSupported.end())
     return make_error(ErrorCode::kUnsupported, "{}: type '{}' is not supported (supported: {})", source, type,
-                      join(kSupported));
+                      fmt::join(kSupported, ", "));
   std::set<std::string> allowed = {"type", "rope_type", "rope_theta", "partial_rotary_factor"};
   for (const std::string& key : scaling_keys(type)) allowed.insert(key);
   for (const auto& [key, value] : object.items())
     if (!value.is_null() && allowed.count(key) == 0)
       return make_error(ErrorCode::kUnsupported, "{}: key '{}' = {} is not supported with type '{}' (it reads: {})",
-                        source, key, value.dump(), type, join(scaling_keys(type)));
+                        source, key, value.dump(), type, fmt::join(scaling_keys(type), ", "));
 
   RopeScaling scaling;
   if (type == "default") return scaling;
@@ -117,7 +111,7 @@ Result<RopeScaling> parse_rope_scaling(const json& object, const std::string& so
       if (!r.has(key)) missing.push_back(key);
     if (!missing.empty())
       return make_error(ErrorCode::kInvalidArgument, "{}: type 'llama3' needs {} (missing: {})", source,
-                        join(scaling_keys(type)), join(missing));
+                        fmt::join(scaling_keys(type), ", "), fmt::join(missing, ", "));
     KESTREL_ASSIGN_OR_RETURN(scaling.factor, r.number("factor"));
     KESTREL_ASSIGN_OR_RETURN(scaling.low_freq_factor, r.number("low_freq_factor"));
     KESTREL_ASSIGN_OR_RETURN(scaling.high_freq_factor, r.number("high_freq_factor"));

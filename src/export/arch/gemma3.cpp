@@ -49,7 +49,7 @@ Status read_rope_per_layer_type(const ConfigReader& r, ModelConfig& c) {
   return ok_status();
 }
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_gemma3_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_dimensions(r, c));
   KESTREL_RETURN_IF_ERROR(read_activation(r, "hidden_activation", c));
   KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
@@ -74,7 +74,7 @@ Status read(const ConfigReader& r, ModelConfig& c) {
   return read_layer_types(r, c, [pattern](int64_t i) { return (i + 1) % pattern != 0; });
 }
 
-Architecture make() {
+Architecture make_gemma3() {
   Architecture a;
   a.name = "Gemma3ForCausalLM";
   a.model_types = {"gemma3_text"};
@@ -100,14 +100,14 @@ Architecture make() {
   a.fields.push_back({"final_logit_softcapping", nullptr});
   a.fields.push_back({"attn_logit_softcapping", nullptr});
   a.fields.push_back({"use_bidirectional_attention", false});
-  a.read_config = read;
+  a.read_config = read_gemma3_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& gemma3() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_gemma3();
   return kArchitecture;
 }
 

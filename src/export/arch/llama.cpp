@@ -8,14 +8,14 @@ namespace kestrel::exporter::arch {
 
 namespace {
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_llama_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
   KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
   KESTREL_ASSIGN_OR_RETURN(c.mlp_bias, r.boolean("mlp_bias"));  // gate, up and down
   return ok_status();
 }
 
-Architecture make() {
+Architecture make_llama() {
   Architecture a;
   a.name = "LlamaForCausalLM";
   a.model_types = {"llama"};
@@ -23,14 +23,14 @@ Architecture make() {
                             .rope_theta = 10000.0, .tie_word_embeddings = false});
   a.fields.push_back({"attention_bias", false});
   a.fields.push_back({"mlp_bias", false});
-  a.read_config = read;
+  a.read_config = read_llama_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& llama() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_llama();
   return kArchitecture;
 }
 

@@ -10,12 +10,12 @@ namespace kestrel::exporter::arch {
 
 namespace {
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_phi3_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_decoder(r, c, {.partial_rotary = true}));
   return read_uniform_sliding_window(r, c);
 }
 
-Architecture make() {
+Architecture make_phi3() {
   Architecture a;
   a.name = "Phi3ForCausalLM";
   a.model_types = {"phi3"};
@@ -28,14 +28,14 @@ Architecture make() {
   a.fields.push_back({"sliding_window", nullptr});
   for (auto& field : a.fields)
     if (field.key == "original_max_position_embeddings") field.fallback = 4096;
-  a.read_config = read;
+  a.read_config = read_phi3_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& phi3() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_phi3();
   return kArchitecture;
 }
 

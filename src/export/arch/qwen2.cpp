@@ -9,27 +9,27 @@ namespace kestrel::exporter::arch {
 
 namespace {
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_qwen2_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
   c.attention_bias = true;  // Qwen2Attention always has q/k/v biases
   return read_qwen_sliding_window(r, c);
 }
 
-Architecture make() {
+Architecture make_qwen2() {
   Architecture a;
   a.name = "Qwen2ForCausalLM";
   a.model_types = {"qwen2"};
   a.fields = common_fields({.vocab_size = 151936, .max_position_embeddings = 32768, .rms_norm_eps = 1e-6,
                             .rope_theta = 10000.0, .tie_word_embeddings = false});
   for (ConfigField field : qwen_sliding_fields()) a.fields.push_back(std::move(field));
-  a.read_config = read;
+  a.read_config = read_qwen2_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& qwen2() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_qwen2();
   return kArchitecture;
 }
 

@@ -10,13 +10,13 @@ namespace kestrel::exporter::arch {
 
 namespace {
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_qwen3_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
   KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
   return read_qwen_sliding_window(r, c);
 }
 
-Architecture make() {
+Architecture make_qwen3() {
   Architecture a;
   a.name = "Qwen3ForCausalLM";
   a.model_types = {"qwen3"};
@@ -27,14 +27,14 @@ Architecture make() {
                             .rope_theta = 10000.0, .tie_word_embeddings = false, .head_dim = 128});
   a.fields.push_back({"attention_bias", false});
   for (ConfigField field : qwen_sliding_fields()) a.fields.push_back(std::move(field));
-  a.read_config = read;
+  a.read_config = read_qwen3_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& qwen3() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_qwen3();
   return kArchitecture;
 }
 

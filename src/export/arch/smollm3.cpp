@@ -10,7 +10,7 @@ namespace kestrel::exporter::arch {
 
 namespace {
 
-Status read(const ConfigReader& r, ModelConfig& c) {
+Status read_smollm3_config(const ConfigReader& r, ModelConfig& c) {
   KESTREL_RETURN_IF_ERROR(read_decoder(r, c));
   KESTREL_RETURN_IF_ERROR(read_attention_bias(r, c));
   KESTREL_ASSIGN_OR_RETURN(c.mlp_bias, r.boolean("mlp_bias"));
@@ -34,7 +34,7 @@ Status read(const ConfigReader& r, ModelConfig& c) {
   return read_layer_types(r, c, [&](int64_t i) { return c.sliding_window > 0 && !c.layers[i].rope; });
 }
 
-Architecture make() {
+Architecture make_smollm3() {
   Architecture a;
   a.name = "SmolLM3ForCausalLM";
   a.model_types = {"smollm3"};
@@ -45,14 +45,14 @@ Architecture make() {
   a.fields.push_back({"no_rope_layer_interval", 4});
   a.fields.push_back({"sliding_window", nullptr});
   a.fields.push_back({"layer_types", nullptr});
-  a.read_config = read;
+  a.read_config = read_smollm3_config;
   return a;
 }
 
 }  // namespace
 
 const Architecture& smollm3() {
-  static const Architecture kArchitecture = make();
+  static const Architecture kArchitecture = make_smollm3();
   return kArchitecture;
 }
 

@@ -13,12 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 Result<const Architecture*> find_config_architecture(const json& j, const ConfigReader& r) {
   std::string name;
   if (const json* list = r.find("architectures")) {
@@ -32,7 +26,7 @@ Result<const Architecture*> find_config_architecture(const json& j, const Config
     if (found == nullptr)
       return make_error(ErrorCode::kInvalidArgument,
                         "{}: missing key 'architectures' (and model_type '{}' names no supported architecture: {})",
-                        r.source(), model_type, join(supported_hf_architectures()));
+                        r.source(), model_type, fmt::join(supported_hf_architectures(), ", "));
     return found;
   }
   if (name == "Gemma3ForConditionalGeneration")
@@ -43,7 +37,7 @@ Result<const Architecture*> find_config_architecture(const json& j, const Config
   const Architecture* found = find_architecture(name);
   if (found == nullptr || found->read_config == nullptr)
     return make_error(ErrorCode::kUnsupported, "{}: architecture '{}' is not supported (supported: {})", r.source(),
-                      name, join(supported_hf_architectures()));
+                      name, fmt::join(supported_hf_architectures(), ", "));
   return found;
 }
 
@@ -79,7 +73,8 @@ Result<ModelConfig> parse_hf_config(std::string_view config_json, std::string_vi
     if (!declared && key != "architectures" && key != "model_type" && key != "bos_token_id" && key != "eos_token_id")
       unread.push_back(key);
   }
-  if (!unread.empty()) log(LogLevel::kDebug, "{}: keys {} reads nothing from: {}", source, c.architecture, join(unread));
+  if (!unread.empty())
+    log(LogLevel::kDebug, "{}: keys {} reads nothing from: {}", source, c.architecture, fmt::join(unread, ", "));
 
   // Token ids: generation_config.json's take precedence (its eos ids first, then the config's).
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> bos, plain.token_ids("bos_token_id"));
