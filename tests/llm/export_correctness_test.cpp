@@ -170,7 +170,7 @@ TEST_P(ExportCorrectness, LogitsAndGreedyTokensMatchReferenceInEveryRouting) {
 
   // Decode steps, each compared with the reference on the whole sequence.
   for (int step = 0; step < 5; ++step) {
-    const auto next = static_cast<int64_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
+    const int64_t next = argmax(*logits);
     tokens.push_back(next);
     logits = io.forward(std::span<const int64_t>(&tokens.back(), 1), static_cast<int64_t>(tokens.size()) - 1);
     ASSERT_TRUE(logits.ok()) << logits.error().to_string();
