@@ -16,8 +16,11 @@
 #      llama-quantize makes the Q8_0 GGUF (q8 and Q8_0 are the same format: blocks of 32 int8
 #      with one f16 scale);
 #   4. compute_peak measures the arithmetic peak (f32 FMA, int8 dot products) and
-#      read_bandwidth the memory read bandwidth (the decode bound): once over a large buffer
-#      (DRAM), and with every decode run over a buffer the size of the weights;
+#      read_bandwidth the memory read bandwidth (the decode bound): once at the start, and
+#      again next to every run (the f32 FMA peak next to each prefill run, the bandwidth over a
+#      buffer the size of the weights next to each decode run), because a shared host's speed
+#      drifts by 20% and more between minutes: each run is set against what the machine gave
+#      at that time;
 #   5. for each weight type, thread count and test (ppN for every N in PROMPTS, tgN_TOKENS),
 #      REPS interleaved runs of
 #        kestrel bench PROGRAM -p N -n 0 -t T -r 1 --json   (or -p 0 -n N)
@@ -131,6 +134,9 @@ kestrel_tps() {  # program threads prompt gen
 llama_tps() {  # gguf threads prompt gen
   json_get "$("${llama_bin}/llama-bench" -m "$1" -t "$2" -p "$3" -n "$4" -ctk "${cache_dtype}" -ctv "${cache_dtype}" -r 1 -o json 2> /dev/null)" 0 avg_ts
 }
+f32_peak() {  # compute_peak JSON -> the f32 FMA peak, GFLOP/s (512-bit vectors where the CPU has them)
+  python3 -c 'import json, sys; p = json.loads(sys.argv[1]); print(p.get("f32_fma_512_gflops", p.get("f32_fma_256_gflops", 0)))' "$1"
+}
 stats() {  # values... -> "median best"
   python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.1f} {max(v):.1f}")' "$@"
 }
@@ -146,23 +152,32 @@ for dtype in ${dtypes}; do
     for test in $(for p in ${prompts}; do echo "pp${p}"; done) "tg${n_tokens}"; do
       n="${test#??}"
       if [[ "${test}" == pp* ]]; then p="${n}" g=0; else p=0 g="${n}"; fi
-      k=() l=() b=() q=()
+      k=() l=() b=() q=() f=()
       for ((r = 0; r < reps; ++r)); do
         q+=("$(wait_quiet)")
         k+=("$(kestrel_tps "${program}" "${t}" "${p}" "${g}")")
         l+=("$(llama_tps "${gguf}" "${t}" "${p}" "${g}")")
         if [[ "${test}" == tg* ]]; then
           b+=("$(json_get "$("${read_bw}" "${ws_mib}" "${t}" 3)" read_gb_per_s)")
+          f+=(0)
         else
           b+=(0)
+          f+=("$(f32_peak "$("${peak}" "${t}" 100)")")
         fi
-        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s"
+        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s f32 peak ${f[-1]} GFLOP/s"
       done
       read -r k_med k_best <<< "$(stats "${k[@]}")"
       read -r l_med l_best <<< "$(stats "${l[@]}")"
       read -r b_med b_best <<< "$(stats "${b[@]}")"
       q_med="$(median "${q[@]}")"
-      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med}")
+      # Kestrel's rate against the peak of its own repetition, the median over repetitions.
+      peak_share="$(python3 -c 'import statistics, sys
+n = (len(sys.argv) - 2) // 2
+tps, peaks = sys.argv[2:2 + n], sys.argv[2 + n:]
+print(f"{statistics.median(float(k) * 2 * int(sys.argv[1]) / 1e9 / float(p) if float(p) > 0 else 0 for k, p in zip(tps, peaks)):.4f}")' \
+        "${layer_values}" "${k[@]}" "${f[@]}")"
+      read -r f_med f_best <<< "$(stats "${f[@]}")"
+      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med} ${f_med} ${peak_share}")
     done
   done
 done
@@ -180,20 +195,22 @@ for line in sys.argv[4].splitlines():
 rows = [r.split() for r in sys.argv[5:]]
 
 print(f"\nprompt processing, tokens/s, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s | kestrel / peak | background busy |")
+print("kestrel / peak: each repetition's rate against the f32 FMA peak measured right after it, the median;")
+print("the peak column is the median of those peaks (and the one measured at the start).\n")
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s (at start) | kestrel / peak | background busy |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share in rows:
     if not test.startswith("pp"):
         continue
     gflops = float(k_med) * 2 * layer_values / 1e9
     peak = peaks[t].get("f32_fma_512_gflops", peaks[t].get("f32_fma_256_gflops", 0))
     ratio = float(k_med) / float(l_med)
-    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {peak:.1f} | {gflops / peak:.0%} | {float(busy):.0%} |")
+    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {float(f_med):.1f} ({peak:.1f}) | {float(share):.0%} | {float(busy):.0%} |")
 
 print(f"\ngeneration tokens/s, median (best) of {reps} interleaved runs\n")
 print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | background busy |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy in rows:
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share in rows:
     if not test.startswith("tg"):
         continue
     mb = decode_values * float(bpv) / 1e6
