@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "cpu/cpu_test_util.h"
@@ -214,6 +215,47 @@ TEST(OptimizedAttention, AQueryGivesTheSameBitsAloneAndInABlock) {
             for (int64_t d = 0; d < Dh; ++d) ASSERT_FALSE(std::isnan(a[h * Dh + d]));
           }
         }
+      }
+    }
+  }
+}
+
+TEST(OptimizedAttention, EverySimdSetGivesTheSameBits) {
+  // 512-bit vectors compute two keys' score lanes per register and reduce them in pairs; that
+  // must change no bit against the 8-lane code of AVX2. Blocks of 1 to 16 queries (row tiles of
+  // every size, partial 16-slot chunks), head sizes that take the paired path (multiples of 8)
+  // and one that does not, grouped and plain heads, f32 and f16 caches.
+  struct Shape {
+    int64_t Hq, Hkv, T, Dh;
+  };
+  const std::vector<Isa> isas = simd_isas();
+  if (isas.size() < 2) GTEST_SKIP() << "this CPU has one SIMD set";
+  for (const Shape& shape : {Shape{2, 2, 16, 64}, Shape{4, 2, 7, 128}, Shape{3, 3, 5, 24}, Shape{2, 1, 1, 64},
+                             Shape{2, 2, 3, 20}, Shape{8, 2, 13, 8}}) {
+    const int64_t C = 75;
+    std::vector<int64_t> positions;
+    for (int64_t t = 0; t < shape.T; ++t) positions.push_back(C - shape.T + t - (t % 3 == 1 ? 9 : 0));
+    SCOPED_TRACE(::testing::Message() << "Hq " << shape.Hq << " Hkv " << shape.Hkv << " T " << shape.T << " Dh "
+                                      << shape.Dh);
+    auto q = Tensor::from_floats(DType::kF32, {1, shape.Hq, shape.T, shape.Dh},
+                                 random_floats(shape.Hq * shape.T * shape.Dh, 31, -2, 2));
+    const auto k_values = random_floats(shape.Hkv * C * shape.Dh, 32, -2, 2);
+    const auto v_values = random_floats(shape.Hkv * C * shape.Dh, 33);
+    auto pos = Tensor::from_ints({shape.T}, positions);
+    const program::Attrs attrs{{"scale", 0.3}};
+    for (DType cache : {DType::kF32, DType::kF16}) {
+      SCOPED_TRACE(dtype_name(cache));
+      auto k = Tensor::from_floats(cache, {1, shape.Hkv, C, shape.Dh}, k_values);
+      auto v = Tensor::from_floats(cache, {1, shape.Hkv, C, shape.Dh}, v_values);
+      std::optional<Tensor> first;
+      for (Isa isa : isas) {
+        Tensor y(DType::kF32, q.shape());
+        ASSERT_TRUE(run(*registry(2, isa), "attention", {q.view(), k.view(), v.view(), pos.view()}, {y.view()}, attrs).ok());
+        if (!first) {
+          first = y;
+          continue;
+        }
+        EXPECT_TRUE(same_bytes(*first, y)) << isa_label(isa) << " differs from " << isa_label(isas.front());
       }
     }
   }
