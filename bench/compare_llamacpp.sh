@@ -103,8 +103,13 @@ model_json="$("${make_model}" "${work}" --dim "${DIM:-768}" --hidden "${HIDDEN:-
 log "model: ${model_json}"
 decode_values="$(json_get "${model_json}" decode_weight_values)"
 # Multiply-adds per prompt token: every layer matrix once (the classifier runs for the last
-# token only, on both sides); attention over the prompt is left out (a few percent here).
+# token only, on both sides). Attention adds, per layer, dim multiply-adds per (token, earlier
+# or same position) for the scores and as many for the weighted sums: a prompt of N tokens
+# averages dim * layers * (N + 1) per token (1.4% more at N = 128, 5.6% at 512 on the default
+# shape). The tables give the rate against the peak both ways: the linears alone, and all the
+# model's arithmetic (what a model-FLOPs utilization counts).
 layer_values="$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m["decode_weight_values"] - m["vocab"] * m["dim"])' "${model_json}")"
+attention_values_per_position="$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m["dim"] * m["layers"])' "${model_json}")"
 
 # 2. kestrel programs.
 for dtype in ${dtypes}; do
@@ -170,14 +175,19 @@ for dtype in ${dtypes}; do
       read -r l_med l_best <<< "$(stats "${l[@]}")"
       read -r b_med b_best <<< "$(stats "${b[@]}")"
       q_med="$(median "${q[@]}")"
-      # Kestrel's rate against the peak of its own repetition, the median over repetitions.
-      peak_share="$(python3 -c 'import statistics, sys
+      # Kestrel's rate against the peak of its own repetition, the median over repetitions:
+      # the linears' multiply-adds only, and with attention's (0 for decode).
+      share_of_peak() {  # multiply-adds per token, then the rates, then the peaks
+        python3 -c 'import statistics, sys
 n = (len(sys.argv) - 2) // 2
 tps, peaks = sys.argv[2:2 + n], sys.argv[2 + n:]
-print(f"{statistics.median(float(k) * 2 * int(sys.argv[1]) / 1e9 / float(p) if float(p) > 0 else 0 for k, p in zip(tps, peaks)):.4f}")' \
-        "${layer_values}" "${k[@]}" "${f[@]}")"
+print(f"{statistics.median(float(k) * 2 * float(sys.argv[1]) / 1e9 / float(p) if float(p) > 0 else 0 for k, p in zip(tps, peaks)):.4f}")' "$@"
+      }
+      model_values="$((layer_values + (p > 0 ? attention_values_per_position * (p + 1) : 0)))"
+      peak_share="$(share_of_peak "${layer_values}" "${k[@]}" "${f[@]}")"
+      model_peak_share="$(share_of_peak "${model_values}" "${k[@]}" "${f[@]}")"
       read -r f_med f_best <<< "$(stats "${f[@]}")"
-      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med} ${f_med} ${peak_share}")
+      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med} ${f_med} ${peak_share} ${model_values} ${model_peak_share}")
     done
   done
 done
@@ -196,21 +206,25 @@ rows = [r.split() for r in sys.argv[5:]]
 
 print(f"\nprompt processing, tokens/s, median (best) of {reps} interleaved runs\n")
 print("kestrel / peak: each repetition's rate against the f32 FMA peak measured right after it, the median;")
-print("the peak column is the median of those peaks (and the one measured at the start).\n")
-print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s | f32 FMA peak GFLOP/s (at start) | kestrel / peak | background busy |")
+print("the peak column is the median of those peaks (and the one measured at the start). GFLOP/s and")
+print("the share of the peak count the linears' arithmetic, then (after the slash) all the model's,")
+print("attention over the prompt included.\n")
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s (linears / model) | f32 FMA peak GFLOP/s (at start) | kestrel / peak (linears / model) | background busy |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share in rows:
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share in rows:
     if not test.startswith("pp"):
         continue
     gflops = float(k_med) * 2 * layer_values / 1e9
+    model_gflops = float(k_med) * 2 * int(model_values) / 1e9
     peak = peaks[t].get("f32_fma_512_gflops", peaks[t].get("f32_fma_256_gflops", 0))
     ratio = float(k_med) / float(l_med)
-    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} | {float(f_med):.1f} ({peak:.1f}) | {float(share):.0%} | {float(busy):.0%} |")
+    print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} / {model_gflops:.1f} | "
+          f"{float(f_med):.1f} ({peak:.1f}) | {float(share):.0%} / {float(model_share):.0%} | {float(busy):.0%} |")
 
 print(f"\ngeneration tokens/s, median (best) of {reps} interleaved runs\n")
 print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | background busy |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share in rows:
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share in rows:
     if not test.startswith("tg"):
         continue
     mb = decode_values * float(bpv) / 1e6
