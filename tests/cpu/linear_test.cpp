@@ -84,8 +84,8 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
   uint32_t seed = static_cast<uint32_t>(K * 7 + static_cast<int>(dtype));
   // M = 14: a full 12-row tile and a partial one; K above a cache block of steps (f32 256,
   // f16 384 and bf16 192 with AVX-512) takes several blocks per output. f32 and f16 tiles read
-  // the activation rows in place, except at K = 1024 (rows 4 KiB apart), where they read a
-  // copy of each block (gemm in simd_kernels.inc).
+  // the activation rows in place, except at K = 1024 (rows 4 KiB apart), where the call first
+  // copies them to rows that spread over the L1 sets (linear.cpp).
   for (int64_t M : {1, 5, 14}) {
     for (int64_t N : {1, 3, 13, 67}) {
       for (bool with_bias : {false, true}) {
@@ -286,8 +286,11 @@ TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
   // rows and the one-row stream compute every output with the same operations. Sizes cover
   // partial register tiles (rows), partial panels (N) and several cache blocks of K.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
-    for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}}) {
-      if (dtype != DType::kQ8 && K % 2 == 0) K += 1;  // odd K for the float formats
+    for (auto [M, K, N] :
+         {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}, {14, 2048, 40}}) {
+      // Odd K for the float formats, except K = 2048: rows 8 KiB apart, which f32 and f16
+      // calls of several rows read from a copy of the activations.
+      if (dtype != DType::kQ8 && K % 2 == 0 && K != 2048) K += 1;
       SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M << " K=" << K << " N=" << N);
       auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 61, -3, 3));
       auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 62));
@@ -333,19 +336,26 @@ TEST(OptimizedLinear, AWeightThatIsNotAConstantRunsThePortableKernel) {
 }
 
 TEST(OptimizedLinear, ACallNeverAllocatesScratchItWasNotGiven) {
-  // The scratch a call needs is reserved at load; a call given less reports an error.
-  const int64_t M = 4, K = 64, N = 8;
-  auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 81));
-  auto w = Tensor::from_floats(DType::kQ8, {N, K}, random_floats(N * K, 82));
-  Tensor y(DType::kF32, {M, N});
-  std::vector<TensorView> inputs{x.view(), w.view()}, outputs{y.view()};
-  auto bound = runtime::BoundKernel::prepare(*registry(2), "linear", {}, inputs, outputs);
-  ASSERT_TRUE(bound.ok());
-  ASSERT_GT(bound->scratch_bytes(), 0u);  // quantized activations
-  std::vector<uint8_t> scratch(bound->scratch_bytes());
-  EXPECT_TRUE(bound->run(inputs, outputs, {scratch.data(), scratch.size() - 64}).error().message().find("scratch") !=
-              std::string::npos);
-  EXPECT_TRUE(bound->run(inputs, outputs, scratch).ok());
+  // The scratch a call needs is reserved at load; a call given less reports an error. q8
+  // weights take quantized activations; f32 weights at K = 1024 a copy of the activation rows.
+  const int64_t M = 4, N = 8;
+  for (auto [dtype, K] : {std::pair{DType::kQ8, int64_t{64}}, std::pair{DType::kF32, int64_t{1024}}}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 81));
+    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 82));
+    Tensor y(DType::kF32, {M, N});
+    std::vector<TensorView> inputs{x.view(), w.view()}, outputs{y.view()};
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      auto bound = runtime::BoundKernel::prepare(*registry(2, isa), "linear", {}, inputs, outputs);
+      ASSERT_TRUE(bound.ok());
+      ASSERT_GE(bound->scratch_bytes(), dtype == DType::kQ8 ? size_t{1} : M * K * sizeof(float));
+      std::vector<uint8_t> scratch(bound->scratch_bytes());
+      EXPECT_TRUE(bound->run(inputs, outputs, {scratch.data(), scratch.size() - 64}).error().message().find("scratch") !=
+                  std::string::npos);
+      EXPECT_TRUE(bound->run(inputs, outputs, scratch).ok());
+    }
+  }
 }
 
 }  // namespace

@@ -37,14 +37,31 @@ size_t f16_widen_floats(const Config& config, int64_t M, int threads) {
   return M > 1 ? static_cast<size_t>(config.simd->f16_widen_floats) * static_cast<size_t>(threads) : 0;
 }
 
+// The row stride of the copy of the activations an f32 or f16 call with M rows reads, 0 for
+// none (the rows in place). Rows that would share L1 sets (K a multiple of 1024: most real
+// models) are copied once per call to rows that do not, which every tile then reads in place;
+// copying each tile's block instead costs a copy per piece of four panels that a thread takes
+// (the pieces of a two-thread call, and every f16 block): call by call in one process, the
+// 110M shape's K = 2048 linear ran 5-9% faster with two threads (1.5% with one), Qwen3-0.6B's
+// f16 linears 7% faster with one thread and 5% with two.
+int64_t activation_copy_stride(const Config& config, const PackedLayout& w, int64_t M) {
+  const bool float_rows = w.dtype == DType::kF32 || w.dtype == DType::kF16;
+  if (M <= 1 || !float_rows || !rows_share_l1_sets(static_cast<size_t>(w.K) * sizeof(float), config.simd->float_tile_rows))
+    return 0;
+  return spread_row_stride(w.K);
+}
+
 // Scratch bytes a call with M rows takes for its prepared activations (and, for f16 weights,
 // the widened panels).
 size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int64_t M, int threads) {
   using runtime::Scratch;
   const auto rows = static_cast<size_t>(M);
+  const size_t copy = Scratch::bytes_for<float>(rows * static_cast<size_t>(activation_copy_stride(config, w, M)));
   switch (w.dtype) {
+    case DType::kF32:
+      return copy;
     case DType::kF16:
-      return Scratch::bytes_for<float>(f16_widen_floats(config, M, threads));
+      return copy + Scratch::bytes_for<float>(f16_widen_floats(config, M, threads));
     case DType::kQ8: {
       const auto blocks = static_cast<size_t>(w.padded_k() / kQ8BlockSize);
       return Scratch::bytes_for<int8_t>(rows * w.padded_k()) + Scratch::bytes_for<float>(rows * blocks) +
@@ -165,10 +182,24 @@ Status linear(KernelContext& ctx) {
     if (pairs == nullptr) return out_of_scratch();
     config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, layout.steps, pairs);
     op.x_bf16 = pairs;
-  } else if (const size_t widen = f16_widen_floats(config, dims.M, pool_threads(ctx.pool));
-             layout.dtype == DType::kF16 && widen > 0) {
-    op.f16_widen = scratch.take<float>(widen);
-    if (op.f16_widen == nullptr) return out_of_scratch();
+  } else if (layout.dtype == DType::kF32 || layout.dtype == DType::kF16) {
+    if (const size_t widen = f16_widen_floats(config, dims.M, pool_threads(ctx.pool));
+        layout.dtype == DType::kF16 && widen > 0) {
+      op.f16_widen = scratch.take<float>(widen);
+      if (op.f16_widen == nullptr) return out_of_scratch();
+    }
+    if (const int64_t stride = activation_copy_stride(config, layout, dims.M); stride > 0) {
+      float* copy = scratch.take<float>(rows * static_cast<size_t>(stride));
+      if (copy == nullptr) return out_of_scratch();
+      const float* x = op.x;
+      const int64_t parts = std::min<int64_t>(dims.M, pool_threads(ctx.pool));
+      parallel_for(ctx.pool, parts, [&](int64_t part, int) {
+        for (int64_t m = dims.M * part / parts; m < dims.M * (part + 1) / parts; ++m)
+          std::copy(x + m * dims.K, x + (m + 1) * dims.K, copy + m * stride);
+      });
+      op.x = copy;
+      op.x_stride = stride;
+    }
   } else if (layout.dtype == DType::kBF16 && dims.K % 2 != 0) {
     auto* padded = scratch.take<float>(rows * layout.padded_k());
     if (padded == nullptr) return out_of_scratch();
