@@ -31,6 +31,12 @@ bool uses_bf16_dot(const Config& config, DType dtype) {
   return dtype == DType::kBF16 && config.simd->to_bf16_pairs != nullptr;
 }
 
+// The row stride, in words, of the bf16 pairs a call prepares: rows that spread over the L1
+// sets, which the tiles read in place. (Copying each tile's block of them to such rows instead
+// costs a copy per piece of four panels a thread takes: call by call in one process, the 110M
+// shape's bf16 linears ran 6-8% faster with two threads this way, 1% with one.)
+int64_t bf16_pair_stride(const PackedLayout& w) { return spread_row_stride(w.steps); }
+
 // Floats of the per-thread copies of widened f16 panels a call with M rows takes (none for
 // one row, or where the kernels widen in registers only).
 size_t f16_widen_floats(const Config& config, int64_t M, int threads) {
@@ -68,7 +74,7 @@ size_t activation_scratch_bytes(const Config& config, const PackedLayout& w, int
              Scratch::bytes_for<int32_t>(rows * blocks);
     }
     case DType::kBF16:
-      if (uses_bf16_dot(config, w.dtype)) return Scratch::bytes_for<uint32_t>(rows * w.steps);
+      if (uses_bf16_dot(config, w.dtype)) return Scratch::bytes_for<uint32_t>(rows * bf16_pair_stride(w));
       // Widened bf16 reads activations in k pairs: an odd K needs a zero-padded copy.
       return w.K % 2 != 0 ? Scratch::bytes_for<float>(rows * w.padded_k()) : 0;
     default:
@@ -178,10 +184,12 @@ Status linear(KernelContext& ctx) {
     op.x_scale = scale;
     op.x_corr = corr;
   } else if (uses_bf16_dot(config, layout.dtype)) {
-    auto* pairs = scratch.take<uint32_t>(rows * layout.steps);
+    const int64_t stride = bf16_pair_stride(layout);
+    auto* pairs = scratch.take<uint32_t>(rows * static_cast<size_t>(stride));
     if (pairs == nullptr) return out_of_scratch();
-    config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, layout.steps, pairs);
+    config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, stride, pairs);
     op.x_bf16 = pairs;
+    op.x_bf16_stride = stride;
   } else if (layout.dtype == DType::kF32 || layout.dtype == DType::kF16) {
     if (const size_t widen = f16_widen_floats(config, dims.M, pool_threads(ctx.pool));
         layout.dtype == DType::kF16 && widen > 0) {

@@ -26,8 +26,10 @@ struct LinearOperands {
   // floats, at least w.padded_k() of them readable when w.K is odd for bf16.
   const float* x = nullptr;
   int64_t x_stride = 0;
-  // bf16 weights with the bf16 dot product: activations as bf16 pairs, rows of w.steps words.
+  // bf16 weights with the bf16 dot product: activations as bf16 pairs, w.steps words per row,
+  // rows x_bf16_stride words apart.
   const uint32_t* x_bf16 = nullptr;
+  int64_t x_bf16_stride = 0;
   // q8 weights: activations quantized per block of 32 (rows of w.padded_k() int8 values and
   // w.padded_k() / 32 scales and bias corrections; see quantize_q8).
   const int8_t* xq = nullptr;
