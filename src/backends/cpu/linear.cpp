@@ -37,6 +37,14 @@ bool uses_bf16_dot(const Config& config, DType dtype) {
 // shape's bf16 linears ran 6-8% faster with two threads this way, 1% with one.)
 int64_t bf16_pair_stride(const PackedLayout& w) { return spread_row_stride(w.steps); }
 
+// fn(r0, r1) on one contiguous share of the M activation rows per pool thread (each row is
+// prepared on its own, so the split changes no bit).
+template <typename F>
+void split_rows(runtime::ThreadPool* pool, int64_t M, F&& fn) {
+  const int64_t parts = std::min<int64_t>(M, pool_threads(pool));
+  parallel_for(pool, parts, [&](int64_t part, int) { fn(M * part / parts, M * (part + 1) / parts); });
+}
+
 // Floats of the per-thread copies of widened f16 panels a call with M rows takes (none for
 // one row, or where the kernels widen in registers only).
 size_t f16_widen_floats(const Config& config, int64_t M, int threads) {
@@ -172,9 +180,7 @@ Status linear(KernelContext& ctx) {
     // the split changes no bit). A non-finite activation: the reference's arithmetic
     // propagates it exactly, so the portable kernel runs.
     std::atomic<bool> finite{true};
-    const int64_t parts = std::min<int64_t>(dims.M, pool_threads(ctx.pool));
-    parallel_for(ctx.pool, parts, [&](int64_t part, int) {
-      const int64_t r0 = dims.M * part / parts, r1 = dims.M * (part + 1) / parts;
+    split_rows(ctx.pool, dims.M, [&](int64_t r0, int64_t r1) {
       if (!config.simd->quantize_q8(op.x + r0 * dims.K, r1 - r0, dims.K, dims.K, kp, q + r0 * kp,
                                     scale + r0 * blocks, corr + r0 * blocks))
         finite.store(false, std::memory_order_relaxed);
@@ -200,10 +206,8 @@ Status linear(KernelContext& ctx) {
       float* copy = scratch.take<float>(rows * static_cast<size_t>(stride));
       if (copy == nullptr) return out_of_scratch();
       const float* x = op.x;
-      const int64_t parts = std::min<int64_t>(dims.M, pool_threads(ctx.pool));
-      parallel_for(ctx.pool, parts, [&](int64_t part, int) {
-        for (int64_t m = dims.M * part / parts; m < dims.M * (part + 1) / parts; ++m)
-          std::copy(x + m * dims.K, x + (m + 1) * dims.K, copy + m * stride);
+      split_rows(ctx.pool, dims.M, [&](int64_t r0, int64_t r1) {
+        for (int64_t m = r0; m < r1; ++m) std::copy(x + m * dims.K, x + (m + 1) * dims.K, copy + m * stride);
       });
       op.x = copy;
       op.x_stride = stride;
