@@ -142,6 +142,12 @@ llama_tps() {  # gguf threads prompt gen
 f32_peak() {  # compute_peak JSON -> the f32 FMA peak, GFLOP/s (512-bit vectors where the CPU has them)
   python3 -c 'import json, sys; p = json.loads(sys.argv[1]); print(p.get("f32_fma_512_gflops", p.get("f32_fma_256_gflops", 0)))' "$1"
 }
+share_of_peak() {  # multiply-adds per token, then the rates, then the peaks -> median of rate / peak
+  python3 -c 'import statistics, sys
+n = (len(sys.argv) - 2) // 2
+tps, peaks = sys.argv[2:2 + n], sys.argv[2 + n:]
+print(f"{statistics.median(float(k) * 2 * float(sys.argv[1]) / 1e9 / float(p) if float(p) > 0 else 0 for k, p in zip(tps, peaks)):.4f}")' "$@"
+}
 stats() {  # values... -> "median best"
   python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.1f} {max(v):.1f}")' "$@"
 }
@@ -177,12 +183,6 @@ for dtype in ${dtypes}; do
       q_med="$(median "${q[@]}")"
       # Kestrel's rate against the peak of its own repetition, the median over repetitions:
       # the linears' multiply-adds only, and with attention's (0 for decode).
-      share_of_peak() {  # multiply-adds per token, then the rates, then the peaks
-        python3 -c 'import statistics, sys
-n = (len(sys.argv) - 2) // 2
-tps, peaks = sys.argv[2:2 + n], sys.argv[2 + n:]
-print(f"{statistics.median(float(k) * 2 * float(sys.argv[1]) / 1e9 / float(p) if float(p) > 0 else 0 for k, p in zip(tps, peaks)):.4f}")' "$@"
-      }
       model_values="$((layer_values + (p > 0 ? attention_values_per_position * (p + 1) : 0)))"
       peak_share="$(share_of_peak "${layer_values}" "${k[@]}" "${f[@]}")"
       model_peak_share="$(share_of_peak "${model_values}" "${k[@]}" "${f[@]}")"
