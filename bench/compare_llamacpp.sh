@@ -194,14 +194,14 @@ done
 log "load: $(uptime)"
 
 # 6. The tables.
-peaks="$(for t in ${threads_list}; do echo "${t}=${peak_json[$t]}"; done)"
+peaks="$(for t in ${threads_list}; do echo "${t}=$(f32_peak "${peak_json[$t]}")"; done)"
 python3 - "${decode_values}" "${layer_values}" "${reps}" "${peaks}" "${results[@]}" <<'EOF'
-import json, sys
+import sys
 decode_values, layer_values, reps = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-peaks = {}
+peaks = {}  # threads -> the f32 FMA peak measured at the start, GFLOP/s
 for line in sys.argv[4].splitlines():
-    t, text = line.split("=", 1)
-    peaks[t] = json.loads(text)
+    t, value = line.split("=", 1)
+    peaks[t] = float(value)
 rows = [r.split() for r in sys.argv[5:]]
 
 print(f"\nprompt processing, tokens/s, median (best) of {reps} interleaved runs\n")
@@ -216,7 +216,7 @@ for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, s
         continue
     gflops = float(k_med) * 2 * layer_values / 1e9
     model_gflops = float(k_med) * 2 * int(model_values) / 1e9
-    peak = peaks[t].get("f32_fma_512_gflops", peaks[t].get("f32_fma_256_gflops", 0))
+    peak = peaks[t]
     ratio = float(k_med) / float(l_med)
     print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {gflops:.1f} / {model_gflops:.1f} | "
           f"{float(f_med):.1f} ({peak:.1f}) | {float(share):.0%} / {float(model_share):.0%} | {float(busy):.0%} |")

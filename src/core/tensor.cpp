@@ -19,7 +19,9 @@ int64_t Shape::numel() const {
   return n;
 }
 
-std::string Shape::to_string() const { return fmt::format("[{}]", fmt::join(dims(), ", ")); }
+std::string dims_string(std::span<const int64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
+
+std::string Shape::to_string() const { return dims_string(dims()); }
 
 bool Shape::operator==(const Shape& other) const {
   return rank_ == other.rank_ && std::equal(dims().begin(), dims().end(), other.dims().begin());

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/tensor.h"
 
 namespace kestrel::exporter {
 
@@ -25,15 +26,6 @@ Result<bool> same_bytes(const ConstantData& a, const ConstantData& b) {
   KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> x, a.read_all());
   KESTREL_ASSIGN_OR_RETURN(const std::vector<uint8_t> y, b.read_all());
   return x == y;
-}
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
 }
 
 // The numeric suffix of "<prefix>_<digits>", if `name` has that form.
@@ -61,14 +53,14 @@ Result<std::string> ConstantTable::add_parameter(const std::string& name, DType 
   if (!bytes.ok()) return bytes.error().with_context(fmt::format("constant '{}'", name));
   if (*bytes != data->size())
     return make_error(ErrorCode::kInvalidArgument, "constant '{}' holds {} bytes but {} {} needs {}", name,
-                      data->size(), dtype_name(dtype), shape_string(shape), *bytes);
+                      data->size(), dtype_name(dtype), dims_string(shape), *bytes);
   if (auto it = index_.find(name); it != index_.end()) {
     const ConstantEntry& existing = entries_[it->second];
     if (existing.dtype != dtype || existing.shape != shape)
       return make_error(ErrorCode::kInvalidArgument,
                         "constant '{}' is already in the program as {} {}, now given as {} {}", name,
-                        dtype_name(existing.dtype), shape_string(existing.shape), dtype_name(dtype),
-                        shape_string(shape));
+                        dtype_name(existing.dtype), dims_string(existing.shape), dtype_name(dtype),
+                        dims_string(shape));
     auto same = same_bytes(*existing.data, *data);
     if (!same.ok()) return same.error().with_context(fmt::format("comparing constant '{}'", name));
     if (!*same)

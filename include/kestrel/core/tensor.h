@@ -57,4 +57,7 @@ struct TensorView {
 
 Shape contiguous_strides(const Shape& shape);
 
+// "[1, 4, 16]" for any number of dims (Shape holds at most kMaxRank; a file may claim more).
+std::string dims_string(std::span<const int64_t> dims);
+
 }  // namespace kestrel

@@ -109,18 +109,25 @@ bool isa_supported(Isa isa) {
 #endif
 }
 
+namespace {
+// Whether the CPU is AMD's: two run-time choices below are made per vendor.
+bool amd_cpu() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
+}  // namespace
+
 Isa best_supported_isa() {
   // bf16 dot products pay off where vdpbf16ps issues at the FMA rate, doing twice the work
   // (AMD Zen 4). Intel's server cores issue it at half the FMA rate: measured on a Sapphire
   // Rapids class core, 83 against 170 GFLOP/s, and bf16 linears 1.8x slower than widening the
   // weights to f32 (see docs/performance.md). There the widening path is the default and the
   // bf16 set stays available on request.
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool bf16_at_fma_rate = __builtin_cpu_is("amd");
-#else
-  const bool bf16_at_fma_rate = false;
-#endif
+  const bool bf16_at_fma_rate = amd_cpu();
   if (bf16_at_fma_rate && isa_supported(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
     if (isa_supported(isa)) return isa;
@@ -129,9 +136,8 @@ Isa best_supported_isa() {
 
 size_t default_f32_stream_prefetch() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__builtin_cpu_is("amd") || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  if (!amd_cpu() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
   // The display family: the base family, plus the extended family when the base is 0xF.
   const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
   return family >= 0x1A ? 4096 : 0;

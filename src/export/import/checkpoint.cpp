@@ -5,11 +5,10 @@
 
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/tensor.h"
 #include "kestrel/export/architecture.h"
 
 namespace kestrel::exporter {
-
-using import::shape_string;
 
 Checkpoint::Checkpoint(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
@@ -125,7 +124,7 @@ Status check_weight(const Checkpoint::Impl& impl, const TensorEntry& entry,
   if (entry.shape != expected)
     return make_error(ErrorCode::kInvalidArgument,
                       "{}: tensor '{}' has shape {}, but the config needs {}", entry.file,
-                      entry.name, shape_string(entry.shape), shape_string(expected));
+                      entry.name, dims_string(entry.shape), dims_string(expected));
   return ok_status();
 }
 }  // namespace
@@ -136,7 +135,7 @@ Status validate_required_tensors(const Checkpoint::Impl& impl) {
     if (it == impl.tensors.end())
       return make_error(ErrorCode::kNotFound,
                         "checkpoint '{}' is missing tensor '{}' (expected shape {})", impl.source,
-                        req.name, shape_string(req.shape));
+                        req.name, dims_string(req.shape));
     KESTREL_RETURN_IF_ERROR(check_weight(impl, it->second, req.shape));
   }
   const Architecture* architecture = find_architecture(impl.config.architecture);
@@ -192,13 +191,13 @@ Result<std::vector<uint8_t>> convert_tensor(const CheckpointTensor& tensor, DTyp
   for (int64_t d : tensor.shape) {
     if (d < 0 || __builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel))
       return make_error(ErrorCode::kInvalidArgument, "tensor '{}': invalid shape {}", tensor.name,
-                        shape_string(tensor.shape));
+                        dims_string(tensor.shape));
   }
   const size_t in_size = dtype_element_size(tensor.dtype);
   if (tensor.bytes.size() / in_size != numel || tensor.bytes.size() % in_size != 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "tensor '{}': {} bytes do not match dtype {} and shape {}", tensor.name,
-                      tensor.bytes.size(), dtype_name(tensor.dtype), shape_string(tensor.shape));
+                      tensor.bytes.size(), dtype_name(tensor.dtype), dims_string(tensor.shape));
   if (target == tensor.dtype) return std::vector<uint8_t>(tensor.bytes.begin(), tensor.bytes.end());
 
   const size_t out_size = dtype_element_size(target);

@@ -102,6 +102,4 @@ Result<Checkpoint> load_llama2c_checkpoint(const std::string& path, const Checkp
 // every id it produces must fit the config's vocab_size) and keeps its bytes in `impl`.
 Status read_checkpoint_tokenizer(Checkpoint::Impl& impl, const std::string& path, TokenizerFormat format);
 
-std::string shape_string(std::span<const int64_t> shape);
-
 }  // namespace kestrel::exporter::import

@@ -8,6 +8,7 @@
 
 #include "export/import/checkpoint_internal.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/core/tensor.h"
 
 namespace kestrel::exporter::import {
 
@@ -36,15 +37,6 @@ const StDType* find_dtype(const std::string& name) {
 }
 
 }  // namespace
-
-std::string shape_string(std::span<const int64_t> shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
 
 Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file,
                                                    const std::string& label) {
@@ -120,7 +112,7 @@ Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file
     overflow = overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(st->size), &need);
     if (overflow)
       return make_error(ErrorCode::kCorrupt, "{}: tensor '{}' shape {} overflows the byte count",
-                        label, name, shape_string(shape));
+                        label, name, dims_string(shape));
 
     const auto off_it = info.find("data_offsets");
     if (off_it == info.end() || !off_it->is_array() || off_it->size() != 2 ||
@@ -141,7 +133,7 @@ Result<std::vector<TensorEntry>> parse_safetensors(std::span<const uint8_t> file
       return make_error(ErrorCode::kCorrupt,
                         "{}: tensor '{}' data_offsets [{}, {}) hold {} bytes, but dtype {} and "
                         "shape {} need {}",
-                        label, name, begin, end, end - begin, raw_dtype, shape_string(shape), need);
+                        label, name, begin, end, end - begin, raw_dtype, dims_string(shape), need);
 
     TensorEntry entry;
     entry.name = name;
