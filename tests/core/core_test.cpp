@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kestrel/core/aligned_buffer.h"
 #include "kestrel/core/dtype.h"
@@ -75,6 +76,16 @@ TEST(Tensor, ShapesAndStrides) {
   EXPECT_EQ(view.strides, (Shape{12, 4, 1}));
   EXPECT_TRUE(view.is_contiguous());
   EXPECT_EQ(*view.storage_bytes(), 96u);
+}
+
+TEST(Tensor, DimsStringFormatsEveryDim) {
+  EXPECT_EQ(dims_string({}), "[]");
+  const std::vector<int64_t> negative{-1, 0, 7};
+  EXPECT_EQ(dims_string(negative), "[-1, 0, 7]");
+  // More dims than a Shape holds (a file's header may claim any number): all of them printed.
+  const std::vector<int64_t> ten{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_EQ(dims_string(ten), "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]");
+  EXPECT_EQ(Shape(std::span<const int64_t>(ten)).to_string(), "[1, 2, 3, 4, 5, 6, 7, 8]");
 }
 
 TEST(AlignedBuffer, IsAlignedAndZeroed) {
