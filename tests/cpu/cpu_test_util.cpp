@@ -111,7 +111,7 @@ std::vector<float> Tensor::floats() const {
 
 std::vector<Isa> simd_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx})
     if (isa_supported(isa)) isas.push_back(isa);
   if (isas.empty()) isas.push_back(Isa::kAvx2);
   return isas;

@@ -82,11 +82,12 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
   const auto [dtype, K, q8_quantize] = GetParam();
   const bool int8_dot = dtype == DType::kQ8 && q8_quantize;
   uint32_t seed = static_cast<uint32_t>(K * 7 + static_cast<int>(dtype));
-  // M = 14: a full 12-row tile and a partial one; K above a cache block of steps (f32 256,
+  // M = 14: a full 12-row tile and a partial one; M = 37: two AMX tiles of 16 rows (q8 on
+  // avx512_amx) and 5 rows through the vector tiles. K above a cache block of steps (f32 256,
   // f16 384 and bf16 192 with AVX-512) takes several blocks per output. f32 and f16 tiles read
   // the activation rows in place, except at K = 1024 (rows 4 KiB apart), where the call first
   // copies them to rows that spread over the L1 sets (linear.cpp).
-  for (int64_t M : {1, 5, 14}) {
+  for (int64_t M : {1, 5, 14, 37}) {
     for (int64_t N : {1, 3, 13, 67}) {
       for (bool with_bias : {false, true}) {
         SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << (with_bias ? " bias" : ""));
@@ -282,20 +283,22 @@ TEST(OptimizedLinearQ8, ExtremeWeightCodesDoNotSaturate) {
     }
   // Every pair of products is 2 * 128 * 127 for the even rows: the largest the int8 path sees.
   std::vector<float> xs(K, -1.0f);
-  // Several rows too: the prefill kernels group weight rows differently from decode.
+  // Several rows too: the prefill kernels group weight rows differently from decode, and 19
+  // rows take an AMX tile of 16 (avx512_amx) besides 3 rows of vector tiles.
   auto x = Tensor::from_floats(DType::kF32, {1, K}, xs);
+  constexpr int64_t kRows = 19;
   std::vector<float> xs3;
-  for (int i = 0; i < 3; ++i) xs3.insert(xs3.end(), xs.begin(), xs.end());
-  auto x3 = Tensor::from_floats(DType::kF32, {3, K}, xs3);
+  for (int i = 0; i < kRows; ++i) xs3.insert(xs3.end(), xs.begin(), xs.end());
+  auto x3 = Tensor::from_floats(DType::kF32, {kRows, K}, xs3);
   for (Isa isa : simd_isas()) {
     SCOPED_TRACE(isa_label(isa));
-    Tensor y(DType::kF32, {1, N}), y3(DType::kF32, {3, N});
+    Tensor y(DType::kF32, {1, N}), y3(DType::kF32, {kRows, N});
     ASSERT_TRUE(run(*registry(2, isa), "linear", {x.view(), w.view()}, {y.view()}).ok());
     ASSERT_TRUE(run(*registry(2, isa), "linear", {x3.view(), w.view()}, {y3.view()}).ok());
     // Activations +-1 quantize exactly, so the int8 result is exact up to float rounding.
     const auto want = reference_linear(x.values(), 1, K, w.values(), N, {});
     EXPECT_TRUE(all_close(y.values(), want, 1e-5));
-    EXPECT_TRUE(all_close(y3.values(), reference_linear(x3.values(), 3, K, w.values(), N, {}), 1e-5));
+    EXPECT_TRUE(all_close(y3.values(), reference_linear(x3.values(), kRows, K, w.values(), N, {}), 1e-5));
   }
 }
 
@@ -325,10 +328,12 @@ TEST(OptimizedLinear, EmptyAndRankOneShapes) {
 TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
   // What makes a token's logits independent of prefill chunking: the blocked multiply over many
   // rows and the one-row stream compute every output with the same operations. Sizes cover
-  // partial register tiles (rows), partial panels (N) and several cache blocks of K.
+  // partial register tiles (rows), partial panels (N), several cache blocks of K, and (35 rows)
+  // q8 rows through AMX tiles beside rows through vector tiles.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     for (auto [M, K, N] :
-         {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}, {14, 2048, 40}}) {
+         {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}, {14, 2048, 40},
+          {35, 33 * 32, 50}}) {
       // Odd K for the float formats, except K = 2048: rows 8 KiB apart, which f32 and f16
       // calls of several rows read from a copy of the activations.
       if (dtype != DType::kQ8 && K % 2 == 0 && K != 2048) K += 1;

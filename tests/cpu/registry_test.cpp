@@ -63,7 +63,7 @@ TEST(CpuRegistry, ResolvesOptions) {
   EXPECT_EQ(resolve_cpu_kernel_options(options).threads, avx2 ? 5 : 1);
   // An ISA the CPU lacks is lowered.
   // An ISA the CPU lacks is lowered to the best supported one below it.
-  const Isa order[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16};
+  const Isa order[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx};
   for (size_t i = 1; i < std::size(order); ++i) {
     options.isa = order[i];
     Isa expected = Isa::kScalar;
@@ -83,8 +83,9 @@ TEST(CpuRegistry, ResolvesOptions) {
 }
 
 TEST(CpuRegistry, IsaNames) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16})
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx})
     EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_EQ(isa_name(Isa::kAvx512Amx), "avx512_amx");
   EXPECT_EQ(isa_name(Isa::kAvx512Bf16), "avx512_bf16");
   EXPECT_EQ(isa_name(Isa::kAvxVnni), "avx_vnni");
   EXPECT_TRUE(isa_supported(Isa::kScalar));

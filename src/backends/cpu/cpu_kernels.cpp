@@ -5,6 +5,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -34,6 +36,9 @@ const SimdKernels& make_table();
 namespace avx512_bf16 {
 const SimdKernels& make_table();
 }
+namespace avx512_amx {
+const SimdKernels& make_table();
+}
 #endif
 
 const SimdKernels& simd_kernels(Isa isa) {
@@ -42,6 +47,7 @@ const SimdKernels& simd_kernels(Isa isa) {
     case Isa::kAvxVnni: return avx_vnni::make_table();
     case Isa::kAvx512Vnni: return avx512::make_table();
     case Isa::kAvx512Bf16: return avx512_bf16::make_table();
+    case Isa::kAvx512Amx: return avx512_amx::make_table();
     default: return avx2::make_table();
   }
 #else
@@ -53,7 +59,8 @@ const SimdKernels& simd_kernels(Isa isa) {
 namespace {
 
 constexpr int kMaxThreads = 256;
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAvx512Bf16};
+constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2,       Isa::kAvxVnni,
+                            Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx};
 
 using Key = std::tuple<int, Isa, bool, size_t>;
 
@@ -77,6 +84,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kAvxVnni: return "avx_vnni";
     case Isa::kAvx512Vnni: return "avx512_vnni";
     case Isa::kAvx512Bf16: return "avx512_bf16";
+    case Isa::kAvx512Amx: return "avx512_amx";
   }
   return "unknown";
 }
@@ -86,6 +94,24 @@ std::optional<Isa> isa_from_name(std::string_view name) {
     if (name == isa_name(isa)) return isa;
   return std::nullopt;
 }
+
+#if defined(__x86_64__)
+namespace {
+// AMX-TILE and AMX-INT8 in CPUID, and the kernel's permission for this process to use the
+// 8 KiB of tile data (Linux grants it on request; without it the first tile instruction
+// faults).
+bool amx_int8_usable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  const bool tile = (edx >> 24) & 1u, int8 = (edx >> 25) & 1u;
+  if (!tile || !int8) return false;
+  constexpr long kReqXcompPerm = 0x1023, kGetXcompPerm = 0x1022, kXfeatureTileData = 18;
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) != 0) return false;
+  unsigned long permitted = 0;
+  return syscall(SYS_arch_prctl, kGetXcompPerm, &permitted) == 0 && ((permitted >> kXfeatureTileData) & 1u) != 0;
+}
+}  // namespace
+#endif
 
 bool isa_supported(Isa isa) {
 #if defined(__x86_64__)
@@ -102,6 +128,10 @@ bool isa_supported(Isa isa) {
     case Isa::kAvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
     case Isa::kAvx512Vnni: return avx512;
     case Isa::kAvx512Bf16: return avx512 && __builtin_cpu_supports("avx512bf16");
+    case Isa::kAvx512Amx: {
+      static const bool amx = avx512 && amx_int8_usable();
+      return amx;
+    }
   }
   return false;
 #else
@@ -129,7 +159,7 @@ Isa best_supported_isa() {
   // bf16 set stays available on request.
   const bool bf16_at_fma_rate = amd_cpu();
   if (bf16_at_fma_rate && isa_supported(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
-  for (Isa isa : {Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
+  for (Isa isa : {Isa::kAvx512Amx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
     if (isa_supported(isa)) return isa;
   return Isa::kScalar;
 }
@@ -161,7 +191,8 @@ Isa default_isa() {
   const auto requested = isa_from_name(env);
   if (!requested) {
     log(LogLevel::kWarn,
-        "KESTREL_CPU_ISA={} is not one of auto, scalar, avx2, avx_vnni, avx512_vnni, avx512_bf16; using {}", env,
+        "KESTREL_CPU_ISA={} is not one of auto, scalar, avx2, avx_vnni, avx512_vnni, avx512_bf16, avx512_amx; "
+        "using {}", env,
         isa_name(best_supported_isa()));
     return best_supported_isa();
   }

@@ -25,27 +25,30 @@ namespace kestrel::cpu {
 
 // Instruction set used by the optimized kernels. Every SIMD set runs the same kernels over 16
 // lanes (one 512-bit or two 256-bit registers) and gives the same bits, except bf16 weights on
-// kAvx512Bf16, which use bf16 dot products.
+// kAvx512Bf16, which use bf16 dot products. kAvx512Amx sums the int8 products of q8 prompt
+// chunks in AMX tiles: the same exact integers, so the same bits too.
 enum class Isa {
   kScalar,      // the portable kernels (single-threaded)
   kAvx2,        // AVX2 + FMA + F16C; int8 products with maddubs
   kAvxVnni,     // the same plus AVX-VNNI (vpdpbusd on 256-bit vectors)
   kAvx512Vnni,  // AVX-512 F/BW/DQ/VL + VNNI on 512-bit vectors
   kAvx512Bf16,  // the same plus AVX512_BF16 (vdpbf16ps for bf16 weights)
+  kAvx512Amx,   // kAvx512Vnni plus AMX int8 tiles for q8 prompt chunks (same bits as kAvx512Vnni)
 };
 
-// "scalar", "avx2", "avx_vnni", "avx512_vnni", "avx512_bf16".
+// "scalar", "avx2", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_amx".
 std::string_view isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);  // inverse of isa_name
 
 bool isa_supported(Isa isa);  // by this CPU (kScalar always)
 // The best ISA this CPU supports: the widest vectors, then the most extensions, except that
 // kAvx512Bf16 is chosen only where bf16 dot products outrun widening bf16 weights to f32 (AMD
-// Zen 4; on Intel cores vdpbf16ps issues at half the FMA rate).
+// Zen 4; on Intel cores vdpbf16ps issues at half the FMA rate). With AMX (and the kernel's
+// permission to use it) kAvx512Amx.
 Isa best_supported_isa();
 // The ISA a registry uses when none is requested: best_supported_isa(), unless the
 // environment variable KESTREL_CPU_ISA names one (scalar, avx2, avx_vnni, avx512_vnni,
-// avx512_bf16, auto);
+// avx512_bf16, avx512_amx, auto);
 // a named ISA the CPU lacks is lowered like a requested one, an unknown name is ignored with
 // a warning.
 Isa default_isa();
