@@ -2,7 +2,8 @@
 // compute-bound prefill. Each thread runs long chains of independent multiply-adds that never
 // touch memory: f32 FMA on 512-bit and 256-bit vectors, int8 dot products (vpdpbusd, 4 MACs
 // per 32-bit lane) and bf16 pair dot products (vdpbf16ps, 2 MACs per lane), each only where
-// the CPU has the extension. Prints one JSON object: GFLOP/s (2 flops per multiply-add) or
+// the CPU has the extension, and AMX int8 tile products (tdpbssd, where the CPU and the kernel
+// allow AMX). Prints one JSON object: GFLOP/s (2 flops per multiply-add) or
 // GOP/s per kind, the best of five timed passes, with all threads together. Each thread's time
 // is its own CPU time (CLOCK_THREAD_CPUTIME_ID), so a neighbour's process sharing the core
 // does not lower the figure; "wall" variants are printed too.
@@ -23,7 +24,10 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace {
@@ -76,6 +80,46 @@ KESTREL_PEAK_KERNEL(dpbusd256, "avx2,avxvnni", KESTREL_REPEAT12, KESTREL_ZERO_YM
                     _mm256_set1_epi8(3), "x", KESTREL_YMM_CLOBBERS)
 KESTREL_PEAK_KERNEL(dpbf16_512, "avx512f,avx512bf16", KESTREL_REPEAT24, KESTREL_ZERO_ZMM, KESTREL_DPBF16_ZMM, __m512,
                     _mm512_set1_ps(0.5f), "v", KESTREL_ZMM_CLOBBERS)
+
+// AMX int8: four independent 16 x 16 sum tiles per round (tiles are not renamed, so one tile
+// would measure the product's latency), from two A and two B tiles of `k` bytes per row (64:
+// the largest tile; 32: one q8 block, the shape of the q8 prompt kernel).
+struct alignas(64) AmxConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+template <int K>
+__attribute__((target("amx-tile,amx-int8"))) void amx_int8(int64_t iterations) {
+  static constexpr AmxConfig config = {
+      1, 0, {}, {64, 64, 64, 64, K, K, 64, 64}, {16, 16, 16, 16, 16, 16, K / 4, K / 4}};
+  alignas(64) static const int8_t operand[16 * 64] = {3};
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  for (int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbssd(0, 4, 6);
+    _tile_dpbssd(1, 4, 7);
+    _tile_dpbssd(2, 5, 6);
+    _tile_dpbssd(3, 5, 7);
+  }
+  _tile_release();
+}
+
+// AMX-TILE and AMX-INT8 in CPUID, and the kernel's permission for this process to use tile data.
+bool amx_int8_usable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || ((edx >> 24) & 1u) == 0 || ((edx >> 25) & 1u) == 0)
+    return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
+}
 #endif
 
 struct Kind {
@@ -157,6 +201,8 @@ int main(int argc, char** argv) {
        avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")},
       {"int8_dpbusd_256", dpbusd256, 12 * 32, __builtin_cpu_supports("avxvnni") != 0},
       {"bf16_dpbf16_512", dpbf16_512, 24 * 32, avx512 && __builtin_cpu_supports("avx512bf16")},
+      {"int8_amx_k64", amx_int8<64>, 4 * 16 * 16 * 64, amx_int8_usable()},
+      {"int8_amx_k32", amx_int8<32>, 4 * 16 * 16 * 32, amx_int8_usable()},
   };
 #endif
   std::string json = fmt::format("{{\"threads\": {}", threads);
