@@ -203,45 +203,51 @@ TEST(OptimizedLinearThreads, DecodeShapeMatchesReference) {
   }
 }
 
-TEST(OptimizedLinearThreads, F32StreamPrefetchChangesNoBit) {
+TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
   // The decode prefetch distance is a hint: any distance, even one far past the weights, gives
-  // the bits of none, on every instruction set and thread count (N = 2050: a partial panel).
+  // the bits of none, for every weight format, instruction set and thread count (N = 2050: a
+  // partial panel; f16 panels are interleaved in pairs, whose stream the prefetch follows).
   const int64_t K = 768, N = 2050;
   auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 41));
-  auto w = Tensor::from_floats(DType::kF32, {N, K}, random_floats(N * K, 42, -0.1f, 0.1f));
-  const auto want = reference_linear(x.values(), 1, K, w.values(), N, {});
-  for (Isa isa : simd_isas())
-    for (int threads : {1, 3}) {
-      SCOPED_TRACE(::testing::Message() << isa_label(isa) << ", " << threads << " threads");
-      auto with_prefetch = [&](size_t distance) {
-        CpuKernelOptions options;
-        options.threads = threads;
-        options.isa = isa;
-        options.f32_stream_prefetch = distance;
-        EXPECT_EQ(resolve_cpu_kernel_options(options).f32_stream_prefetch, distance);
-        Tensor y(DType::kF32, {1, 1, N});
-        EXPECT_TRUE(run(*optimized_kernel_registry(options), "linear", {x.view(), w.view()}, {y.view()}).ok());
-        return y;
-      };
-      const Tensor none = with_prefetch(0);
-      EXPECT_TRUE(all_close(none.values(), want, 1e-4));
-      for (size_t distance : {size_t{64}, size_t{4096}, size_t{1} << 30}) {
-        const Tensor y = with_prefetch(distance);
-        EXPECT_EQ(y.storage(), none.storage()) << distance;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 42, -0.1f, 0.1f));
+    for (Isa isa : simd_isas())
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", " << isa_label(isa) << ", " << threads
+                                          << " threads");
+        auto with_prefetch = [&](size_t distance) {
+          CpuKernelOptions options;
+          options.threads = threads;
+          options.isa = isa;
+          options.stream_prefetch = StreamPrefetch{distance, distance, distance, distance};
+          EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch.for_dtype(dtype), distance);
+          Tensor y(DType::kF32, {1, 1, N});
+          EXPECT_TRUE(run(*optimized_kernel_registry(options), "linear", {x.view(), w.view()}, {y.view()}).ok());
+          return y;
+        };
+        const Tensor none = with_prefetch(0);
+        if (dtype == DType::kF32) EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
+        for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
+          const Tensor y = with_prefetch(distance);
+          EXPECT_EQ(y.storage(), none.storage()) << distance;
+        }
       }
-    }
+  }
 }
 
-TEST(OptimizedLinearThreads, F32StreamPrefetchDefaultsToTheCpusChoice) {
+TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
   CpuKernelOptions options;
   options.isa = best_supported_isa();
-  const size_t chosen = default_f32_stream_prefetch();
-  EXPECT_TRUE(chosen == 0 || chosen == 4096) << chosen;
-  EXPECT_EQ(resolve_cpu_kernel_options(options).f32_stream_prefetch,
-            options.isa == Isa::kScalar ? size_t{0} : chosen);
+  const StreamPrefetch chosen = default_stream_prefetch();
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    const size_t distance = chosen.for_dtype(dtype);
+    EXPECT_TRUE(distance == 0 || distance == 4096 || distance == 8192) << dtype_name(dtype) << " " << distance;
+  }
+  EXPECT_EQ(chosen.for_dtype(DType::kI64), 0u);
+  EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch, options.isa == Isa::kScalar ? StreamPrefetch{} : chosen);
   options.isa = Isa::kScalar;  // the portable kernels prefetch nothing
-  options.f32_stream_prefetch = 4096;
-  EXPECT_EQ(resolve_cpu_kernel_options(options).f32_stream_prefetch, 0u);
+  options.stream_prefetch = StreamPrefetch{4096, 4096, 4096, 4096};
+  EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch, StreamPrefetch{});
 }
 
 TEST(OptimizedLinearQ8, NonFiniteActivationsPropagateLikeThePortableKernel) {

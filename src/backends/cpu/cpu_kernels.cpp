@@ -62,7 +62,7 @@ constexpr int kMaxThreads = 256;
 constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2,       Isa::kAvxVnni,
                             Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx};
 
-using Key = std::tuple<int, Isa, bool, size_t>;
+using Key = std::tuple<int, Isa, bool, size_t, size_t, size_t, size_t>;
 
 struct Cache {
   std::mutex mutex;
@@ -164,16 +164,17 @@ Isa best_supported_isa() {
   return Isa::kScalar;
 }
 
-size_t default_f32_stream_prefetch() {
+StreamPrefetch default_stream_prefetch() {
 #if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel")) return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 8192};
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!amd_cpu() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  if (!amd_cpu() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return {};
   // The display family: the base family, plus the extended family when the base is 0xF.
   const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
-  return family >= 0x1A ? 4096 : 0;
-#else
-  return 0;
+  if (family >= 0x1A) return {.f32 = 4096};
 #endif
+  return {};
 }
 
 namespace {
@@ -207,8 +208,7 @@ CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   config.threads = isa == Isa::kScalar ? 1 : std::clamp(threads, 1, kMaxThreads);
   config.q8_quantize_activations = options.q8_quantize_activations;
-  config.f32_stream_prefetch =
-      isa == Isa::kScalar ? 0 : options.f32_stream_prefetch.value_or(default_f32_stream_prefetch());
+  if (isa != Isa::kScalar) config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch());
   return config;
 }
 
@@ -220,7 +220,9 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int thr
 
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options) {
   const CpuKernelConfig config = resolve_cpu_kernel_options(options);
-  const Key key{config.threads, config.isa, config.q8_quantize_activations, config.f32_stream_prefetch};
+  const StreamPrefetch& prefetch = config.stream_prefetch;
+  const Key key{config.threads,  config.isa,     config.q8_quantize_activations, prefetch.f32,
+                prefetch.f16,    prefetch.bf16,  prefetch.q8};
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (auto it = c.registries.find(key); it != c.registries.end()) return it->second;
@@ -231,7 +233,7 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const C
     auto shared = std::make_shared<detail::Config>();
     shared->isa = config.isa;
     shared->q8_quantize_activations = config.q8_quantize_activations;
-    shared->f32_stream_prefetch = config.f32_stream_prefetch;
+    shared->stream_prefetch = config.stream_prefetch;
     shared->simd = &detail::simd_kernels(config.isa);
     const std::shared_ptr<const void> options_ptr = shared;
     registry->add("linear", runtime::Kernel{detail::linear, detail::prepare_linear, options_ptr});

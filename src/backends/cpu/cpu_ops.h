@@ -18,7 +18,7 @@ using runtime::PreparedKernel;
 struct Config {
   Isa isa = Isa::kScalar;  // never kScalar for a registry with optimized kernels
   bool q8_quantize_activations = true;
-  size_t f32_stream_prefetch = 0;  // LinearOperands::f32_stream_prefetch
+  StreamPrefetch stream_prefetch;  // LinearOperands::stream_prefetch, per weight format
   const SimdKernels* simd = nullptr;
 };
 

@@ -163,7 +163,7 @@ Status linear(KernelContext& ctx) {
   op.x_stride = dims.K;
   op.bias = dims.bias != nullptr ? dims.bias->as<const float>() : nullptr;
   op.y = ctx.outputs[0].as<float>();
-  op.f32_stream_prefetch = state->config.f32_stream_prefetch;
+  op.stream_prefetch = state->config.stream_prefetch.for_dtype(layout.dtype);
   auto out_of_scratch = [&] {
     return make_error(ErrorCode::kInternal, "linear: the call needs more scratch than was reserved at load ({} bytes)",
                       ctx.scratch != nullptr ? ctx.scratch->capacity() : 0);

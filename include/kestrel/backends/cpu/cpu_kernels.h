@@ -19,6 +19,7 @@
 #include <optional>
 #include <string_view>
 
+#include "kestrel/core/dtype.h"
 #include "kestrel/runtime/kernel.h"
 
 namespace kestrel::cpu {
@@ -53,6 +54,24 @@ Isa best_supported_isa();
 // a warning.
 Isa default_isa();
 
+// Bytes ahead along each panel stream that the AVX-512 kernels prefetch the weights of a
+// decode step (one activation row), per weight format, 0 for none. A hint: it changes no
+// result. (AVX2 kernels prefetch every format 4 KiB ahead.)
+struct StreamPrefetch {
+  size_t f32 = 0, f16 = 0, bf16 = 0, q8 = 0;
+  // The distance for weights of `dtype` (0 for a format the kernels do not pack).
+  size_t for_dtype(DType dtype) const {
+    switch (dtype) {
+      case DType::kF32: return f32;
+      case DType::kF16: return f16;
+      case DType::kBF16: return bf16;
+      case DType::kQ8: return q8;
+      default: return 0;
+    }
+  }
+  friend bool operator==(const StreamPrefetch&, const StreamPrefetch&) = default;
+};
+
 struct CpuKernelOptions {
   int threads = 0;         // threads per kernel call, the caller included; 0: hardware_concurrency
   // Unset: default_isa(). An ISA the CPU lacks is lowered to the best supported one below it
@@ -63,16 +82,18 @@ struct CpuKernelOptions {
   // activations, weights widened to f32; slow). Activations with a non-finite value always take
   // the portable kernel.
   bool q8_quantize_activations = true;
-  // Bytes ahead along each panel stream that the AVX-512 kernels prefetch f32 weights in a
-  // decode step (one activation row), 0 for none; unset: default_f32_stream_prefetch(). A
-  // hint: it changes no result. (AVX2 kernels prefetch every weight type 4 KiB ahead.)
-  std::optional<size_t> f32_stream_prefetch;
+  // The decode prefetch distances of the AVX-512 kernels; unset: default_stream_prefetch().
+  std::optional<StreamPrefetch> stream_prefetch;
 };
 
-// What this CPU's f32 decode streams prefetch with AVX-512: 4096 bytes on AMD Zen 5 (family
-// 0x1A and later), where f32 decode linears took 2-13% less time with it; 0 elsewhere (on Zen 4 the same
-// prefetch made f32 decode about 3% slower, and the hardware prefetchers follow one stream).
-size_t default_f32_stream_prefetch();
+// What this CPU's decode streams prefetch with AVX-512 (docs/performance.md):
+//   Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core one-thread
+//     decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
+//   AMD Zen 5 (family 0x1A and later): f32 4 KiB (f32 decode linears took 2-13% less time),
+//     none for the others (q8 7-9% slower with 4 KiB, f16 and bf16 unchanged);
+//   anything else (Zen 4): none; the hardware prefetchers follow the one stream, and 2 KiB
+//     made q8 decode 18-21% slower and f32 about 3%.
+StreamPrefetch default_stream_prefetch();
 
 // The portable kernels with the hot ops replaced. Registries are cached per setting; each
 // registry owns a pool of threads - 1 workers (started with the registry; between calls they
@@ -88,7 +109,7 @@ struct CpuKernelConfig {
   int threads = 1;  // 1 for the scalar ISA (the portable kernels are single-threaded)
   Isa isa = Isa::kScalar;
   bool q8_quantize_activations = true;
-  size_t f32_stream_prefetch = 0;  // 0 for the scalar ISA
+  StreamPrefetch stream_prefetch;  // none for the scalar ISA
 };
 CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options);
 

@@ -40,9 +40,9 @@ struct LinearOperands {
   // f16 weights and several rows, where the table widens f16 panels (f16_widen_floats > 0):
   // thread t's scratch for them, f16_widen + t * f16_widen_floats.
   float* f16_widen = nullptr;
-  // f32 weights and one row with AVX-512: bytes ahead that each panel stream is prefetched into
-  // L1, 0 for none (the registry's choice for this CPU; AVX2 always prefetches 4 KiB ahead).
-  size_t f32_stream_prefetch = 0;
+  // One row with AVX-512: bytes ahead that each panel stream is prefetched into L1, 0 for none
+  // (the registry's choice for this CPU and weight format; AVX2 always prefetches 4 KiB ahead).
+  size_t stream_prefetch = 0;
 };
 
 // One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
