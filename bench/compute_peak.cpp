@@ -23,11 +23,10 @@
 #include <ctime>
 #include <vector>
 
+#include "kestrel/backends/cpu/cpu_kernels.h"
+
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace {
@@ -111,15 +110,6 @@ __attribute__((target("amx-tile,amx-int8"))) void amx_int8(int64_t iterations) {
   }
   _tile_release();
 }
-
-// AMX-TILE and AMX-INT8 in CPUID, and the kernel's permission for this process to use tile data.
-bool amx_int8_usable() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || ((edx >> 24) & 1u) == 0 || ((edx >> 25) & 1u) == 0)
-    return false;
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureTileData = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) == 0;
-}
 #endif
 
 struct Kind {
@@ -194,6 +184,8 @@ int main(int argc, char** argv) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f");
+  // The kernels' own check: AMX in CPUID, and the tile-data permission granted to this process.
+  const bool amx_usable = kestrel::cpu::isa_supported(kestrel::cpu::Isa::kAvx512Amx);
   kinds = {
       {"f32_fma_512", fma512, 24 * 16, avx512},
       {"f32_fma_256", fma256, 12 * 8, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
@@ -201,8 +193,8 @@ int main(int argc, char** argv) {
        avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")},
       {"int8_dpbusd_256", dpbusd256, 12 * 32, __builtin_cpu_supports("avxvnni") != 0},
       {"bf16_dpbf16_512", dpbf16_512, 24 * 32, avx512 && __builtin_cpu_supports("avx512bf16")},
-      {"int8_amx_k64", amx_int8<64>, 4 * 16 * 16 * 64, amx_int8_usable()},
-      {"int8_amx_k32", amx_int8<32>, 4 * 16 * 16 * 32, amx_int8_usable()},
+      {"int8_amx_k64", amx_int8<64>, 4 * 16 * 16 * 64, amx_usable},
+      {"int8_amx_k32", amx_int8<32>, 4 * 16 * 16 * 32, amx_usable},
   };
 #endif
   std::string json = fmt::format("{{\"threads\": {}", threads);

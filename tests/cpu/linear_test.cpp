@@ -226,7 +226,9 @@ TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
           return y;
         };
         const Tensor none = with_prefetch(0);
-        if (dtype == DType::kF32) EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
+        if (dtype == DType::kF32) {
+          EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
+        }
         for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
           const Tensor y = with_prefetch(distance);
           EXPECT_EQ(y.storage(), none.storage()) << distance;

@@ -62,7 +62,7 @@ constexpr int kMaxThreads = 256;
 constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2,       Isa::kAvxVnni,
                             Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx};
 
-using Key = std::tuple<int, Isa, bool, size_t, size_t, size_t, size_t>;
+using Key = std::tuple<int, Isa, bool, StreamPrefetch>;
 
 struct Cache {
   std::mutex mutex;
@@ -220,9 +220,7 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int thr
 
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options) {
   const CpuKernelConfig config = resolve_cpu_kernel_options(options);
-  const StreamPrefetch& prefetch = config.stream_prefetch;
-  const Key key{config.threads,  config.isa,     config.q8_quantize_activations, prefetch.f32,
-                prefetch.f16,    prefetch.bf16,  prefetch.q8};
+  const Key key{config.threads, config.isa, config.q8_quantize_activations, config.stream_prefetch};
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (auto it = c.registries.find(key); it != c.registries.end()) return it->second;

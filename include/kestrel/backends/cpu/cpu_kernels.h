@@ -14,6 +14,7 @@
 // CpuKernelOptions::isa), the registry is the portable kernel set itself.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -69,7 +70,7 @@ struct StreamPrefetch {
       default: return 0;
     }
   }
-  friend bool operator==(const StreamPrefetch&, const StreamPrefetch&) = default;
+  friend auto operator<=>(const StreamPrefetch&, const StreamPrefetch&) = default;
 };
 
 struct CpuKernelOptions {
