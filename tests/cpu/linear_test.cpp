@@ -252,6 +252,60 @@ TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
   EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch, StreamPrefetch{});
 }
 
+TEST(OptimizedLinearThreads, DecodePanelsChangeNoBit) {
+  // How many panels a decode step reads side by side changes which chains share a pass, never a
+  // chain: every count gives the bits of one panel at a time (f16: one pair), for every weight
+  // format, instruction set and thread count. N = 2050: 128 whole panels and a partial one, so
+  // ranges end in tiles of 4, 2 and 1 panels.
+  const int64_t K = 768, N = 2050;
+  auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 43));
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 44, -0.1f, 0.1f));
+    for (Isa isa : simd_isas())
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", " << isa_label(isa) << ", " << threads
+                                          << " threads");
+        auto with_panels = [&](int panels) {
+          CpuKernelOptions options;
+          options.threads = threads;
+          options.isa = isa;
+          options.decode_panels = DecodePanels{panels, panels, panels, panels};
+          Tensor y(DType::kF32, {1, 1, N});
+          EXPECT_TRUE(run(*optimized_kernel_registry(options), "linear", {x.view(), w.view()}, {y.view()}).ok());
+          return y;
+        };
+        const Tensor one = with_panels(1);
+        if (dtype == DType::kF32) {
+          EXPECT_TRUE(all_close(one.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
+        }
+        for (int panels : {2, 4}) EXPECT_EQ(with_panels(panels).storage(), one.storage()) << panels;
+      }
+  }
+}
+
+TEST(OptimizedLinearThreads, DecodePanelsDefaultToTheCpusChoiceAndAreLowered) {
+  const DecodePanels chosen = default_decode_panels();
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
+    const int panels = chosen.for_dtype(dtype);
+    EXPECT_TRUE(panels == 1 || panels == 2 || panels == 4) << dtype_name(dtype) << " " << panels;
+  }
+  EXPECT_GE(chosen.f16, 2);  // f16 panels are stored in interleaved pairs
+  EXPECT_EQ(chosen.for_dtype(DType::kI64), 1);
+  CpuKernelOptions options;
+  options.isa = best_supported_isa();
+  if (options.isa != Isa::kScalar) {
+    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, chosen);
+  }
+  // Counts the kernels lack go to the one below; f16 never below a pair.
+  options.isa = Isa::kAvx2;
+  options.decode_panels = DecodePanels{3, 1, 0, 9};
+  if (isa_supported(Isa::kAvx2)) {
+    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, (DecodePanels{2, 2, 1, 4}));
+  }
+  options.isa = Isa::kScalar;  // the portable kernels read one row at a time anyway
+  EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, DecodePanels{});
+}
+
 TEST(OptimizedLinearQ8, NonFiniteActivationsPropagateLikeThePortableKernel) {
   const int64_t M = 3, K = 64, N = 9;
   auto values = random_floats(M * K, 41);

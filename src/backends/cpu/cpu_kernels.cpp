@@ -62,7 +62,7 @@ constexpr int kMaxThreads = 256;
 constexpr Isa kAllIsas[] = {Isa::kScalar,     Isa::kAvx2,       Isa::kAvxVnni,
                             Isa::kAvx512Vnni, Isa::kAvx512Bf16, Isa::kAvx512Amx};
 
-using Key = std::tuple<int, Isa, bool, StreamPrefetch>;
+using Key = std::tuple<int, Isa, bool, StreamPrefetch, DecodePanels>;
 
 struct Cache {
   std::mutex mutex;
@@ -177,7 +177,19 @@ StreamPrefetch default_stream_prefetch() {
   return {};
 }
 
+DecodePanels default_decode_panels() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel")) return {.f32 = 1, .f16 = 4, .bf16 = 1, .q8 = 4};
+#endif
+  return {};
+}
+
 namespace {
+// A decode panel count the kernels have: 1, 2 or 4 (the one below a count they lack), and at
+// least `least`.
+int supported_panels(int panels, int least) { return std::max(least, panels >= 4 ? 4 : panels >= 2 ? 2 : 1); }
+
 // The requested ISA, or the best supported one below it.
 Isa lower(Isa requested) {
   for (Isa isa = requested; isa != Isa::kScalar; isa = static_cast<Isa>(static_cast<int>(isa) - 1))
@@ -208,7 +220,12 @@ CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   config.threads = isa == Isa::kScalar ? 1 : std::clamp(threads, 1, kMaxThreads);
   config.q8_quantize_activations = options.q8_quantize_activations;
-  if (isa != Isa::kScalar) config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch());
+  if (isa != Isa::kScalar) {
+    config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch());
+    const DecodePanels panels = options.decode_panels.value_or(default_decode_panels());
+    config.decode_panels = {supported_panels(panels.f32, 1), supported_panels(panels.f16, 2),
+                            supported_panels(panels.bf16, 1), supported_panels(panels.q8, 1)};
+  }
   return config;
 }
 
@@ -220,7 +237,8 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(int thr
 
 std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const CpuKernelOptions& options) {
   const CpuKernelConfig config = resolve_cpu_kernel_options(options);
-  const Key key{config.threads, config.isa, config.q8_quantize_activations, config.stream_prefetch};
+  const Key key{config.threads, config.isa, config.q8_quantize_activations, config.stream_prefetch,
+                config.decode_panels};
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   if (auto it = c.registries.find(key); it != c.registries.end()) return it->second;
@@ -232,6 +250,7 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const C
     shared->isa = config.isa;
     shared->q8_quantize_activations = config.q8_quantize_activations;
     shared->stream_prefetch = config.stream_prefetch;
+    shared->decode_panels = config.decode_panels;
     shared->simd = &detail::simd_kernels(config.isa);
     const std::shared_ptr<const void> options_ptr = shared;
     registry->add("linear", runtime::Kernel{detail::linear, detail::prepare_linear, options_ptr});

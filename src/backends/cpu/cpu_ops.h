@@ -19,6 +19,7 @@ struct Config {
   Isa isa = Isa::kScalar;  // never kScalar for a registry with optimized kernels
   bool q8_quantize_activations = true;
   StreamPrefetch stream_prefetch;  // LinearOperands::stream_prefetch, per weight format
+  DecodePanels decode_panels;      // LinearOperands::decode_panels, per weight format
   const SimdKernels* simd = nullptr;
 };
 

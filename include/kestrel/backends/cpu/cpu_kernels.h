@@ -73,6 +73,25 @@ struct StreamPrefetch {
   friend auto operator<=>(const StreamPrefetch&, const StreamPrefetch&) = default;
 };
 
+// Weight panels a decode step (one activation row) reads side by side with AVX-512, per weight
+// format: 1, 2 or 4 (f16 panels are stored in interleaved pairs, so at least 2). More panels keep
+// more reads from memory in flight; one keeps a single stream in order. Changes no result: each
+// output's chain is the same whichever panels share its pass. (AVX2 kernels read 2.)
+struct DecodePanels {
+  int f32 = 1, f16 = 2, bf16 = 1, q8 = 1;
+  // The count for weights of `dtype` (1 for a format the kernels do not pack).
+  int for_dtype(DType dtype) const {
+    switch (dtype) {
+      case DType::kF32: return f32;
+      case DType::kF16: return f16;
+      case DType::kBF16: return bf16;
+      case DType::kQ8: return q8;
+      default: return 1;
+    }
+  }
+  friend auto operator<=>(const DecodePanels&, const DecodePanels&) = default;
+};
+
 struct CpuKernelOptions {
   int threads = 0;         // threads per kernel call, the caller included; 0: hardware_concurrency
   // Unset: default_isa(). An ISA the CPU lacks is lowered to the best supported one below it
@@ -85,6 +104,9 @@ struct CpuKernelOptions {
   bool q8_quantize_activations = true;
   // The decode prefetch distances of the AVX-512 kernels; unset: default_stream_prefetch().
   std::optional<StreamPrefetch> stream_prefetch;
+  // The decode panels read side by side by the AVX-512 kernels; unset: default_decode_panels().
+  // A count that is not 1, 2 or 4 is lowered to the one below it (f16: at least 2).
+  std::optional<DecodePanels> decode_panels;
 };
 
 // What this CPU's decode streams prefetch with AVX-512 (docs/performance.md):
@@ -95,6 +117,15 @@ struct CpuKernelOptions {
 //   anything else (Zen 4): none; the hardware prefetchers follow the one stream, and 2 KiB
 //     made q8 decode 18-21% slower and f32 about 3%.
 StreamPrefetch default_stream_prefetch();
+
+// How many panels this CPU's decode steps read side by side with AVX-512 (docs/performance.md,
+// twenty-first session):
+//   Intel: q8 and f16 4, f32 and bf16 1 (on a Sapphire Rapids class core, one-thread decode of
+//     the Qwen3-0.6B and Llama-3.2-1B shapes ran 9-14% faster in q8 and 13% in f16, whose
+//     weights stream from memory; f32 and bf16 ran 5-7% slower);
+//   anything else: f16 2 (one interleaved pair), the others 1 (on Zen 4, four panels side by
+//     side decoded 20-25% slower).
+DecodePanels default_decode_panels();
 
 // The portable kernels with the hot ops replaced. Registries are cached per setting; each
 // registry owns a pool of threads - 1 workers (started with the registry; between calls they
@@ -111,6 +142,7 @@ struct CpuKernelConfig {
   Isa isa = Isa::kScalar;
   bool q8_quantize_activations = true;
   StreamPrefetch stream_prefetch;  // none for the scalar ISA
+  DecodePanels decode_panels;      // the defaults of DecodePanels for the scalar ISA
 };
 CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options);
 

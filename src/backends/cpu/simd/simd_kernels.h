@@ -43,6 +43,9 @@ struct LinearOperands {
   // One row with AVX-512: bytes ahead that each panel stream is prefetched into L1, 0 for none
   // (the registry's choice for this CPU and weight format; AVX2 always prefetches 4 KiB ahead).
   size_t stream_prefetch = 0;
+  // One row with AVX-512: panels read side by side, 1, 2 or 4 (at least 2 for f16; the
+  // registry's choice for this CPU and weight format; AVX2 always reads 2).
+  int decode_panels = 1;
 };
 
 // One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
