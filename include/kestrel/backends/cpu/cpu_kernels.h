@@ -55,21 +55,26 @@ Isa best_supported_isa();
 // a warning.
 Isa default_isa();
 
+// The member of a per-format setting (fields f32, f16, bf16, q8) for weights of `dtype`, and
+// `other` for a format the kernels do not pack.
+template <typename Setting, typename T>
+T per_weight_format(const Setting& setting, DType dtype, T other) {
+  switch (dtype) {
+    case DType::kF32: return setting.f32;
+    case DType::kF16: return setting.f16;
+    case DType::kBF16: return setting.bf16;
+    case DType::kQ8: return setting.q8;
+    default: return other;
+  }
+}
+
 // Bytes ahead along each panel stream that the AVX-512 kernels prefetch the weights of a
 // decode step (one activation row), per weight format, 0 for none. A hint: it changes no
 // result. (AVX2 kernels prefetch every format 4 KiB ahead.)
 struct StreamPrefetch {
   size_t f32 = 0, f16 = 0, bf16 = 0, q8 = 0;
   // The distance for weights of `dtype` (0 for a format the kernels do not pack).
-  size_t for_dtype(DType dtype) const {
-    switch (dtype) {
-      case DType::kF32: return f32;
-      case DType::kF16: return f16;
-      case DType::kBF16: return bf16;
-      case DType::kQ8: return q8;
-      default: return 0;
-    }
-  }
+  size_t for_dtype(DType dtype) const { return per_weight_format(*this, dtype, size_t{0}); }
   friend auto operator<=>(const StreamPrefetch&, const StreamPrefetch&) = default;
 };
 
@@ -80,15 +85,7 @@ struct StreamPrefetch {
 struct DecodePanels {
   int f32 = 1, f16 = 2, bf16 = 1, q8 = 1;
   // The count for weights of `dtype` (1 for a format the kernels do not pack).
-  int for_dtype(DType dtype) const {
-    switch (dtype) {
-      case DType::kF32: return f32;
-      case DType::kF16: return f16;
-      case DType::kBF16: return bf16;
-      case DType::kQ8: return q8;
-      default: return 1;
-    }
-  }
+  int for_dtype(DType dtype) const { return per_weight_format(*this, dtype, 1); }
   friend auto operator<=>(const DecodePanels&, const DecodePanels&) = default;
 };
 
