@@ -203,10 +203,12 @@ TEST(OptimizedLinearThreads, DecodeShapeMatchesReference) {
   }
 }
 
-TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
-  // The decode prefetch distance is a hint: any distance, even one far past the weights, gives
-  // the bits of none, for every weight format, instruction set and thread count (N = 2050: a
-  // partial panel; f16 panels are interleaved in pairs, whose stream the prefetch follows).
+// Decode settings are hints: run `check` for every weight format, SIMD instruction set and
+// thread count on one row of K = 768 against N = 2050 outputs (a partial last panel; f16 panels
+// are interleaved in pairs). `check(x, w, decode)` gets `decode(configure)`, which runs the
+// linear through a registry whose options `configure` has set (threads and ISA already).
+template <typename Check>
+void for_every_decode_case(Check check) {
   const int64_t K = 768, N = 2050;
   auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 41));
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
@@ -215,26 +217,38 @@ TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
       for (int threads : {1, 3}) {
         SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", " << isa_label(isa) << ", " << threads
                                           << " threads");
-        auto with_prefetch = [&](size_t distance) {
+        auto decode = [&](auto configure) {
           CpuKernelOptions options;
           options.threads = threads;
           options.isa = isa;
-          options.stream_prefetch = StreamPrefetch{distance, distance, distance, distance};
-          EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch.for_dtype(dtype), distance);
+          configure(options);
           Tensor y(DType::kF32, {1, 1, N});
           EXPECT_TRUE(run(*optimized_kernel_registry(options), "linear", {x.view(), w.view()}, {y.view()}).ok());
           return y;
         };
-        const Tensor none = with_prefetch(0);
-        if (dtype == DType::kF32) {
-          EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
-        }
-        for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
-          const Tensor y = with_prefetch(distance);
-          EXPECT_EQ(y.storage(), none.storage()) << distance;
-        }
+        check(dtype, x, w, decode);
       }
   }
+}
+
+TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
+  // Any prefetch distance, even one far past the weights, gives the bits of none.
+  for_every_decode_case([](DType dtype, const Tensor& x, const Tensor& w, auto decode) {
+    auto with_prefetch = [&](size_t distance) {
+      return decode([&](CpuKernelOptions& options) {
+        options.stream_prefetch = StreamPrefetch{distance, distance, distance, distance};
+        EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch.for_dtype(dtype), distance);
+      });
+    };
+    const Tensor none = with_prefetch(0);
+    if (dtype == DType::kF32) {
+      EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
+    }
+    for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
+      const Tensor y = with_prefetch(distance);
+      EXPECT_EQ(y.storage(), none.storage()) << distance;
+    }
+  });
 }
 
 TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
@@ -254,33 +268,18 @@ TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
 
 TEST(OptimizedLinearThreads, DecodePanelsChangeNoBit) {
   // How many panels a decode step reads side by side changes which chains share a pass, never a
-  // chain: every count gives the bits of one panel at a time (f16: one pair), for every weight
-  // format, instruction set and thread count. N = 2050: 128 whole panels and a partial one, so
-  // ranges end in tiles of 4, 2 and 1 panels.
-  const int64_t K = 768, N = 2050;
-  auto x = Tensor::from_floats(DType::kF32, {1, 1, K}, random_floats(K, 43));
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
-    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 44, -0.1f, 0.1f));
-    for (Isa isa : simd_isas())
-      for (int threads : {1, 3}) {
-        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << ", " << isa_label(isa) << ", " << threads
-                                          << " threads");
-        auto with_panels = [&](int panels) {
-          CpuKernelOptions options;
-          options.threads = threads;
-          options.isa = isa;
-          options.decode_panels = DecodePanels{panels, panels, panels, panels};
-          Tensor y(DType::kF32, {1, 1, N});
-          EXPECT_TRUE(run(*optimized_kernel_registry(options), "linear", {x.view(), w.view()}, {y.view()}).ok());
-          return y;
-        };
-        const Tensor one = with_panels(1);
-        if (dtype == DType::kF32) {
-          EXPECT_TRUE(all_close(one.values(), reference_linear(x.values(), 1, K, w.values(), N, {}), 1e-4));
-        }
-        for (int panels : {2, 4}) EXPECT_EQ(with_panels(panels).storage(), one.storage()) << panels;
-      }
-  }
+  // chain: every count gives the bits of one panel at a time (f16: one pair). N = 2050 is 128
+  // whole panels and a partial one, so ranges end in tiles of 4, 2 and 1 panels.
+  for_every_decode_case([](DType dtype, const Tensor& x, const Tensor& w, auto decode) {
+    auto with_panels = [&](int panels) {
+      return decode([&](CpuKernelOptions& options) { options.decode_panels = DecodePanels{panels, panels, panels, panels}; });
+    };
+    const Tensor one = with_panels(1);
+    if (dtype == DType::kF32) {
+      EXPECT_TRUE(all_close(one.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
+    }
+    for (int panels : {2, 4}) EXPECT_EQ(with_panels(panels).storage(), one.storage()) << panels;
+  });
 }
 
 TEST(OptimizedLinearThreads, DecodePanelsDefaultToTheCpusChoiceAndAreLowered) {
