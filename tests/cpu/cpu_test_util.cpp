@@ -119,6 +119,8 @@ std::vector<Isa> simd_isas() {
 
 std::string isa_label(Isa isa) { return std::string(isa_name(isa)); }
 
+bool rounds_bf16_activations(Isa isa) { return isa == Isa::kAvx512Bf16 || isa == Isa::kAvx512Amx; }
+
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

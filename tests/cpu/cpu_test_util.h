@@ -45,6 +45,10 @@ class Tensor {
 // kAvx2 alone where there is none, which the registry then lowers to the scalar fallback.
 std::vector<Isa> simd_isas();
 std::string isa_label(Isa isa);
+// Whether bf16 weights multiply activations rounded to bf16 with this instruction set: by
+// vdpbf16ps (avx512_bf16) or AMX bf16 tiles (avx512_amx), each in its own order. Their bf16
+// results are the one exception to the bits agreeing across instruction sets.
+bool rounds_bf16_activations(Isa isa);
 
 // The optimized kernel registry with `threads` workers, kernels for `isa`, and q8 activations
 // quantized per block unless `q8_quantize_activations` is false.

@@ -4,6 +4,7 @@
 // call carries, on the thread count, nor (but for bf16 dot products) on the instruction set.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -67,7 +68,7 @@ std::vector<double> bf16_bound(const std::vector<double>& x, int64_t M, int64_t 
   return bound;
 }
 
-bool bf16_dot(DType dtype, Isa isa) { return dtype == DType::kBF16 && isa == Isa::kAvx512Bf16; }
+bool bf16_dot(DType dtype, Isa isa) { return dtype == DType::kBF16 && rounds_bf16_activations(isa); }
 
 struct Case {
   DType dtype;
@@ -115,7 +116,7 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
           EXPECT_TRUE(same_bytes(y1, y3)) << "threads=1 and threads=3 differ";
           // Every SIMD set runs the same per-output arithmetic over 16 lanes (one 512-bit or
           // two 256-bit registers; int8 block sums are exact), so the bits agree; bf16 dot
-          // products round the activations and are the one exception.
+          // products (vdpbf16ps or AMX tiles) round the activations and are the one exception.
           if (bf16_dot(dtype, isa)) continue;
           if (first_isa) {
             EXPECT_TRUE(same_bytes(*first_isa, y1)) << "differs from " << isa_label(simd_isas().front());
@@ -293,7 +294,15 @@ TEST(OptimizedLinearThreads, DecodePanelsDefaultToTheCpusChoiceAndAreLowered) {
   CpuKernelOptions options;
   options.isa = best_supported_isa();
   if (options.isa != Isa::kScalar) {
-    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, chosen);
+    DecodePanels want = chosen;
+    if (options.isa == Isa::kAvx512Amx) want.bf16 = std::max(want.bf16, 2);  // AMX bf16 tiles take pairs
+    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, want);
+  }
+  if (isa_supported(Isa::kAvx512Amx)) {
+    options.isa = Isa::kAvx512Amx;
+    options.decode_panels = DecodePanels{1, 2, 1, 1};
+    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, (DecodePanels{1, 2, 2, 1}));
+    options.decode_panels.reset();
   }
   // Counts the kernels lack go to the one below; f16 never below a pair.
   options.isa = Isa::kAvx2;

@@ -97,14 +97,14 @@ std::optional<Isa> isa_from_name(std::string_view name) {
 
 #if defined(__x86_64__)
 namespace {
-// AMX-TILE and AMX-INT8 in CPUID, and the kernel's permission for this process to use the
-// 8 KiB of tile data (Linux grants it on request; without it the first tile instruction
-// faults).
-bool amx_int8_usable() {
+// AMX-TILE, AMX-INT8 and AMX-BF16 in CPUID, and the kernel's permission for this process to
+// use the 8 KiB of tile data (Linux grants it on request; without it the first tile
+// instruction faults).
+bool amx_usable() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  const bool tile = (edx >> 24) & 1u, int8 = (edx >> 25) & 1u;
-  if (!tile || !int8) return false;
+  const bool tile = (edx >> 24) & 1u, int8 = (edx >> 25) & 1u, bf16 = (edx >> 22) & 1u;
+  if (!tile || !int8 || !bf16) return false;
   constexpr long kReqXcompPerm = 0x1023, kGetXcompPerm = 0x1022, kXfeatureTileData = 18;
   if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureTileData) != 0) return false;
   unsigned long permitted = 0;
@@ -129,7 +129,7 @@ bool isa_supported(Isa isa) {
     case Isa::kAvx512Vnni: return avx512;
     case Isa::kAvx512Bf16: return avx512 && __builtin_cpu_supports("avx512bf16");
     case Isa::kAvx512Amx: {
-      static const bool amx = avx512 && amx_int8_usable();
+      static const bool amx = avx512 && __builtin_cpu_supports("avx512bf16") && amx_usable();
       return amx;
     }
   }
@@ -156,7 +156,8 @@ Isa best_supported_isa() {
   // (AMD Zen 4). Intel's server cores issue it at half the FMA rate: measured on a Sapphire
   // Rapids class core, 83 against 170 GFLOP/s, and bf16 linears 1.8x slower than widening the
   // weights to f32 (see docs/performance.md). There the widening path is the default and the
-  // bf16 set stays available on request.
+  // bf16 set stays available on request, unless the core has AMX: its bf16 tiles take every
+  // bf16 call (prompt chunks 3-4x faster than widening, see docs/performance.md).
   const bool bf16_at_fma_rate = amd_cpu();
   if (bf16_at_fma_rate && isa_supported(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   for (Isa isa : {Isa::kAvx512Amx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
@@ -223,8 +224,10 @@ CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
   if (isa != Isa::kScalar) {
     config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch());
     const DecodePanels panels = options.decode_panels.value_or(default_decode_panels());
+    // The AMX bf16 tiles read panels in pairs (amx_bf16.inc).
+    const int least_bf16 = isa == Isa::kAvx512Amx ? 2 : 1;
     config.decode_panels = {supported_panels(panels.f32, 1), supported_panels(panels.f16, 2),
-                            supported_panels(panels.bf16, 1), supported_panels(panels.q8, 1)};
+                            supported_panels(panels.bf16, least_bf16), supported_panels(panels.q8, 1)};
   }
   return config;
 }

@@ -79,7 +79,8 @@ struct StreamPrefetch {
 };
 
 // Weight panels a decode step (one activation row) reads side by side with AVX-512, per weight
-// format: 1, 2 or 4 (f16 panels are stored in interleaved pairs, so at least 2). More panels keep
+// format: 1, 2 or 4 (f16 panels are stored in interleaved pairs, so at least 2; bf16 on AMX
+// tiles, which read panels in pairs, at least 2 as well). More panels keep
 // more reads from memory in flight; one keeps a single stream in order. Changes no result: each
 // output's chain is the same whichever panels share its pass. (AVX2 kernels read 2.)
 struct DecodePanels {
@@ -102,7 +103,8 @@ struct CpuKernelOptions {
   // The decode prefetch distances of the AVX-512 kernels; unset: default_stream_prefetch().
   std::optional<StreamPrefetch> stream_prefetch;
   // The decode panels read side by side by the AVX-512 kernels; unset: default_decode_panels().
-  // A count that is not 1, 2 or 4 is lowered to the one below it (f16: at least 2).
+  // A count that is not 1, 2 or 4 is lowered to the one below it (f16, and bf16 with
+  // avx512_amx: at least 2).
   std::optional<DecodePanels> decode_panels;
 };
 

@@ -5,4 +5,5 @@
 #define KESTREL_BF16_DOT 0
 #define KESTREL_AVX_VNNI 0
 #define KESTREL_AMX_INT8 0
+#define KESTREL_AMX_BF16 0
 #include "backends/cpu/simd/isa_unit.inc"
