@@ -35,7 +35,7 @@
 #   WORK_DIR          scratch dir for models [a new mktemp dir]
 #   DIM HIDDEN LAYERS HEADS VOCAB SEQ   model shape [768 2048 12 12 32000 1024]
 #   THREADS_LIST      thread counts to compare ["1 <nproc>"]
-#   DTYPES            weight types ["q8 f32"]
+#   DTYPES            weight types, of q8 f32 f16 bf16 ["q8 f32"]
 #   CACHE_DTYPE       KV cache type of both sides, f16 or f32 [f16, llama.cpp's default]
 #   PROMPTS           prompt lengths ["128 512"]
 #   N_TOKENS          generated tokens per decode run [128]
@@ -120,7 +120,14 @@ done
 # 3. llama.cpp models from the same checkpoint, with llama.cpp's own tools.
 "${llama_bin}/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "${work}/tokenizer.bin" \
   --llama2c-model "${work}/model.bin" --llama2c-output-model "${work}/f32.gguf" > "${work}/convert.log" 2>&1
-"${llama_bin}/llama-quantize" "${work}/f32.gguf" "${work}/q8_0.gguf" Q8_0 > "${work}/quantize.log" 2>&1
+# The llama.cpp file type for each kestrel weight type, and bytes per weight value.
+gguf_type() { case "$1" in q8) echo Q8_0 ;; f16) echo F16 ;; bf16) echo BF16 ;; *) echo F32 ;; esac; }
+value_bytes() { case "$1" in q8) echo 1.0625 ;; f16 | bf16) echo 2 ;; *) echo 4 ;; esac; }
+for dtype in ${dtypes}; do
+  type="$(gguf_type "${dtype}")"
+  [[ "${type}" == F32 ]] || "${llama_bin}/llama-quantize" "${work}/f32.gguf" "${work}/${type,,}.gguf" "${type}" \
+    >> "${work}/quantize.log" 2>&1
+done
 
 # 4. Arithmetic peak and memory read bandwidth for every thread count compared.
 declare -A bandwidth peak_json
@@ -155,8 +162,9 @@ stats() {  # values... -> "median best"
 results=()
 for dtype in ${dtypes}; do
   program="${work}/${dtype}.kst"
-  gguf="${work}/$([[ "${dtype}" == q8 ]] && echo q8_0 || echo f32).gguf"
-  bytes_per_value="$([[ "${dtype}" == q8 ]] && echo 1.0625 || echo 4)"
+  type="$(gguf_type "${dtype}")"
+  gguf="${work}/${type,,}.gguf"
+  bytes_per_value="$(value_bytes "${dtype}")"
   ws_mib="$(python3 -c 'import sys; print(max(1, round(int(sys.argv[1]) * float(sys.argv[2]) / 2**20)))' \
     "${decode_values}" "${bytes_per_value}")"
   for t in ${threads_list}; do
