@@ -84,11 +84,13 @@ TEST_P(OptimizedLinear, MatchesReferenceForOddSizesAndThreadCounts) {
   const bool int8_dot = dtype == DType::kQ8 && q8_quantize;
   uint32_t seed = static_cast<uint32_t>(K * 7 + static_cast<int>(dtype));
   // M = 14: a full 12-row tile and a partial one; M = 37: two AMX tiles of 16 rows (q8 on
-  // avx512_amx) and 5 rows through the vector tiles. K above a cache block of steps (f32 256,
+  // avx512_amx) and 5 rows through the vector tiles; bf16 on avx512_amx runs the last 16 rows
+  // as a third tile, and at M = 17 as the second tile of the first pair (overlapping rows
+  // 1-15 of the first). K above a cache block of steps (f32 256,
   // f16 384 and bf16 192 with AVX-512) takes several blocks per output. f32 and f16 tiles read
   // the activation rows in place, except at K = 1024 (rows 4 KiB apart), where the call first
   // copies them to rows that spread over the L1 sets (linear.cpp).
-  for (int64_t M : {1, 5, 14, 37}) {
+  for (int64_t M : {1, 5, 14, 17, 37}) {
     for (int64_t N : {1, 3, 13, 67}) {
       for (bool with_bias : {false, true}) {
         SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << (with_bias ? " bias" : ""));
@@ -398,12 +400,13 @@ TEST(OptimizedLinear, EmptyAndRankOneShapes) {
 TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
   // What makes a token's logits independent of prefill chunking: the blocked multiply over many
   // rows and the one-row stream compute every output with the same operations. Sizes cover
-  // partial register tiles (rows), partial panels (N), several cache blocks of K, and (35 rows)
-  // q8 rows through AMX tiles beside rows through vector tiles.
+  // partial register tiles (rows), partial panels (N), several cache blocks of K, (35 rows)
+  // q8 rows through AMX tiles beside rows through vector tiles, and (17 and 50 rows) bf16 AMX
+  // tiles of a pair that overlap.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     for (auto [M, K, N] :
          {std::tuple<int64_t, int64_t, int64_t>{13, 1088, 83}, {7, 96, 1000}, {2, 33 * 32, 17}, {14, 2048, 40},
-          {35, 33 * 32, 50}}) {
+          {35, 33 * 32, 50}, {17, 64, 40}, {50, 96, 33}}) {
       // Odd K for the float formats, except K = 2048: rows 8 KiB apart, which f32 and f16
       // calls of several rows read from a copy of the activations.
       if (dtype != DType::kQ8 && K % 2 == 0 && K != 2048) K += 1;
