@@ -195,7 +195,10 @@ Status linear(KernelContext& ctx) {
     const int64_t stride = bf16_pair_stride(layout);
     auto* pairs = scratch.take<uint32_t>(rows * static_cast<size_t>(stride));
     if (pairs == nullptr) return out_of_scratch();
-    config.simd->to_bf16_pairs(op.x, dims.M, dims.K, dims.K, stride, pairs);
+    // Rows split over the pool (each row is rounded on its own, so the split changes no bit).
+    split_rows(ctx.pool, dims.M, [&](int64_t r0, int64_t r1) {
+      config.simd->to_bf16_pairs(op.x + r0 * dims.K, r1 - r0, dims.K, dims.K, stride, pairs + r0 * stride);
+    });
     op.x_bf16 = pairs;
     op.x_bf16_stride = stride;
   } else if (layout.dtype == DType::kF32 || layout.dtype == DType::kF16) {
