@@ -36,10 +36,10 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
   PreparedKernel prepared;
   if (ctx.inputs.size() == 4 && ctx.inputs[0].shape.rank() == 4 && ctx.inputs[1].shape.rank() == 4) {
     const int64_t Hq = ctx.inputs[0].shape[1], T = ctx.inputs[0].shape[2];
-    const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2];
+    const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2], Dh = ctx.inputs[1].shape[3];
     if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
       const int threads = pool_threads(ctx.pool);
-      state->task_floats = attention_scratch_floats(T, Hq / Hkv * attention_heads_per_task(T, Hkv, threads), C);
+      state->task_floats = attention_scratch_floats(T, Hq / Hkv * attention_heads_per_task(T, Hkv, threads), C, Dh);
       prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * threads);
     }
   }
@@ -70,7 +70,7 @@ Status attention(KernelContext& ctx) {
   const int64_t task_heads = one_head ? 1 : attention_heads_per_task(op.T, op.Hkv, threads);
   op.prefetch = one_head;
   // Fewer heads per task need less scratch than was reserved (for attention_heads_per_task).
-  const size_t task_floats = attention_scratch_floats(op.T, group * task_heads, op.C);
+  const size_t task_floats = attention_scratch_floats(op.T, group * task_heads, op.C, op.Dh);
   float* scratch = ctx.scratch != nullptr ? ctx.scratch->take<float>(task_floats * threads) : nullptr;
   if (scratch == nullptr || task_floats > state->task_floats)
     return make_error(ErrorCode::kInternal, "attention: the call needs more scratch than was reserved at load");

@@ -81,7 +81,7 @@ struct SimdKernels {
   void (*to_bf16_pairs)(const float* x, int64_t rows, int64_t K, int64_t x_stride, int64_t pairs, uint32_t* out);
   // Attention for batch b, kv heads [g0, g0 + heads), queries [t0, t1) of every query head of
   // their groups (several heads only with one query); `scratch` holds
-  // attention_scratch_floats(T, group * heads, C) floats.
+  // attention_scratch_floats(T, group * heads, C, Dh) floats.
   void (*attention_block)(const AttentionOperands& op, int64_t b, int64_t g0, int64_t heads, int64_t t0, int64_t t1,
                           float* scratch);
   // y = x / sqrt(mean(x^2) + eps) * w for `rows` rows of D values.
@@ -166,9 +166,14 @@ inline bool grouped_decode_one_head(int64_t T, int64_t group, DType cache_dtype,
   return T == 1 && group >= least_group && position >= kGroupedDecodeDepth;
 }
 inline int64_t attention_row_stride(int64_t C) { return (C + 15) / 16 * 16 + 16; }
-inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C) {
+// Where a task's row pairs of q (attention_task) start in its scratch, in floats.
+inline int64_t attention_pairs_offset(int64_t rows, int64_t C) {
+  return (rows * (attention_row_stride(C) + kAttentionRowFloats + 16 + 1) + 15) / 16 * 16;
+}
+// ... and after them, one chunk of 16 key rows of Dh widened from an f16 cache.
+inline size_t attention_scratch_floats(int64_t T, int64_t group, int64_t C, int64_t Dh) {
   const int64_t rows = attention_queries_per_task(T, group) * group;
-  const int64_t floats = rows * (attention_row_stride(C) + kAttentionRowFloats + 16 + 1);
+  const int64_t floats = attention_pairs_offset(rows, C) + (rows + 1) / 2 * 2 * Dh + 16 * Dh;
   return static_cast<size_t>((floats + 15) / 16 * 16);
 }
 
