@@ -277,14 +277,16 @@ int main(int argc, char** argv) {
   const std::vector<Variant> attention_variants{{"optimized_t1", optimized(1, true)},
                                                 {fmt::format("optimized_t{}", all), optimized(all, true)}};
   // The ~110M llama (12 heads of 64), and the grouped heads of Qwen3-0.6B (16 query heads on 8
-  // kv heads of 128) and Llama-3.2-1B (32 on 8 of 64) for decode steps deep in the context.
+  // kv heads of 128) and Llama-3.2-1B (32 on 8 of 64) for decode steps deep in the context and
+  // for a prompt chunk.
   const AttentionShape llama110m{"", 12, 12, 64}, qwen3{"qwen3_0.6b_", 16, 8, 128}, llama32{"llama3.2_1b_", 32, 8, 64};
   struct AttentionCase {
     AttentionShape shape;
     int64_t T, first;
   };
-  for (const auto& [shape, T, first] : {AttentionCase{llama110m, 1, 511}, {llama110m, 1, 127}, {llama110m, 128, 0},
-                                        {llama110m, 128, 384}, {qwen3, 1, 959}, {llama32, 1, 959}})
+  for (const auto& [shape, T, first] :
+       {AttentionCase{llama110m, 1, 511}, {llama110m, 1, 127}, {llama110m, 128, 0}, {llama110m, 128, 384},
+        {qwen3, 1, 959}, {llama32, 1, 959}, {qwen3, 128, 384}, {llama32, 128, 384}})
     for (bool cold : {false, true})
       for (DType cache : {DType::kF32, DType::kF16})
         for (const auto& variant : attention_variants) {
