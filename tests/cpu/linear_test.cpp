@@ -68,6 +68,21 @@ std::vector<double> bf16_bound(const std::vector<double>& x, int64_t M, int64_t 
   return bound;
 }
 
+// f32 arithmetic over exact products: a chain of K roundings, at most K * 2^-24 of the sum of
+// the products' magnitudes (the classic a-priori bound), for sums too long for a fixed
+// tolerance.
+std::vector<double> f32_sum_bound(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
+                                  int64_t N) {
+  std::vector<double> bound(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double magnitude = 0;
+      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(w[n * K + k] * x[m * K + k]);
+      bound[m * N + n] = magnitude * (static_cast<double>(K + 1) * std::ldexp(1.0, -24)) + 1e-6;
+    }
+  return bound;
+}
+
 bool bf16_dot(DType dtype, Isa isa) { return dtype == DType::kBF16 && rounds_bf16_activations(isa); }
 
 struct Case {
@@ -430,6 +445,37 @@ TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
                 << "row " << m << " threads " << threads;
           }
         }
+      }
+    }
+  }
+}
+
+TEST(OptimizedLinearRows, ACallOfManyLongRowsGivesEachRowTheBitsOfTheRowAlone) {
+  // 300 rows of K = 4096: 2.4 MiB of bf16 activation pairs, which the AMX bf16 kernel splits
+  // into blocks of 96 rows (6 row tiles; the last block has one tile, which overlaps the one
+  // before). Rows on both sides of every block boundary and the last rows are run alone; the
+  // call is checked against the float64 reference as well.
+  const int64_t M = 300, K = 4096, N = 40;
+  auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 91, -3, 3));
+  auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, 93));
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 92));
+    const auto want = reference_linear(x.values(), M, K, w.values(), N, b.values());
+    for (Isa isa : simd_isas()) {
+      SCOPED_TRACE(isa_label(isa));
+      Tensor batch(DType::kF32, {M, N});
+      ASSERT_TRUE(run(*registry(2, isa), "linear", {x.view(), w.view(), b.view()}, {batch.view()}).ok());
+      const auto bound = bf16_dot(dtype, isa) ? bf16_bound(x.values(), M, K, w.values(), N)
+                                              : f32_sum_bound(x.values(), M, K, w.values(), N);
+      EXPECT_TRUE(within_bounds(batch.values(), want, bound));
+      const auto all = batch.floats();
+      const auto xs = x.floats();
+      for (int64_t m : {0, 95, 96, 191, 192, 283, 284, 287, 288, 299}) {
+        auto row = Tensor::from_floats(DType::kF32, {1, K}, std::vector<float>(xs.begin() + m * K, xs.begin() + (m + 1) * K));
+        Tensor alone(DType::kF32, {1, N});
+        ASSERT_TRUE(run(*registry(1, isa), "linear", {row.view(), w.view(), b.view()}, {alone.view()}).ok());
+        EXPECT_EQ(std::memcmp(alone.floats().data(), all.data() + m * N, N * sizeof(float)), 0) << "row " << m;
       }
     }
   }
