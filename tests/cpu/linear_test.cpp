@@ -54,17 +54,22 @@ std::vector<double> q8_bound(const std::vector<double>& x, int64_t M, int64_t K,
   return bound;
 }
 
+// sum over k of |x[m, k] * w[n, k]| for every output: the scale of a dot product's rounding.
+std::vector<double> product_magnitudes(const std::vector<double>& x, int64_t M, int64_t K,
+                                       const std::vector<double>& w, int64_t N) {
+  std::vector<double> magnitude(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) magnitude[m * N + n] += std::fabs(w[n * K + k] * x[m * K + k]);
+  return magnitude;
+}
+
 // bf16 weights on a CPU with bf16 dot products: the activations are rounded to bf16 (relative
 // error at most 2^-8 each: 8 significant bits), plus float rounding of the sums.
 std::vector<double> bf16_bound(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
                                int64_t N) {
-  std::vector<double> bound(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double magnitude = 0;
-      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(w[n * K + k] * x[m * K + k]);
-      bound[m * N + n] = magnitude * (1.0 / 256 + 1e-5) + 1e-5;
-    }
+  std::vector<double> bound = product_magnitudes(x, M, K, w, N);
+  for (double& b : bound) b = b * (1.0 / 256 + 1e-5) + 1e-5;
   return bound;
 }
 
@@ -73,13 +78,8 @@ std::vector<double> bf16_bound(const std::vector<double>& x, int64_t M, int64_t 
 // tolerance.
 std::vector<double> f32_sum_bound(const std::vector<double>& x, int64_t M, int64_t K, const std::vector<double>& w,
                                   int64_t N) {
-  std::vector<double> bound(static_cast<size_t>(M * N));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      double magnitude = 0;
-      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(w[n * K + k] * x[m * K + k]);
-      bound[m * N + n] = magnitude * (static_cast<double>(K + 1) * std::ldexp(1.0, -24)) + 1e-6;
-    }
+  std::vector<double> bound = product_magnitudes(x, M, K, w, N);
+  for (double& b : bound) b = b * (static_cast<double>(K + 1) * std::ldexp(1.0, -24)) + 1e-6;
   return bound;
 }
 
