@@ -451,14 +451,16 @@ TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
 }
 
 TEST(OptimizedLinearRows, ACallOfManyLongRowsGivesEachRowTheBitsOfTheRowAlone) {
-  // 300 rows of K = 2048: 1.2 MiB of bf16 activation pairs, which the AMX bf16 kernel splits
-  // into blocks of 10 and 9 row tiles (160 and 140 rows; the last tile overlaps the one
-  // before). Rows on both sides of the block boundary and of the last tiles are run alone; the
-  // call is checked against the float64 reference as well.
+  // 300 rows of K = 2048: 2.4 MiB of f32 activations, which the f32 and f16 kernels split into
+  // blocks of rows at half the L2 (three blocks on a 2 MiB L2, five on 1 MiB), and 1.2 MiB of
+  // bf16 activation pairs, which the AMX bf16 kernel splits into blocks of 10 and 9 row tiles
+  // (the last tile overlaps the one before). Every row is run alone as well, so the rows on
+  // both sides of each boundary are among them; the call is checked against the float64
+  // reference too.
   const int64_t M = 300, K = 2048, N = 40;
   auto x = Tensor::from_floats(DType::kF32, {M, K}, random_floats(M * K, 91, -3, 3));
   auto b = Tensor::from_floats(DType::kF32, {N}, random_floats(N, 93));
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     SCOPED_TRACE(dtype_name(dtype));
     auto w = Tensor::from_floats(dtype, {N, K}, random_floats(N * K, 92));
     const auto want = reference_linear(x.values(), M, K, w.values(), N, b.values());
@@ -471,7 +473,7 @@ TEST(OptimizedLinearRows, ACallOfManyLongRowsGivesEachRowTheBitsOfTheRowAlone) {
       EXPECT_TRUE(within_bounds(batch.values(), want, bound));
       const auto all = batch.floats();
       const auto xs = x.floats();
-      for (int64_t m : {0, 159, 160, 271, 272, 283, 284, 287, 288, 299}) {
+      for (int64_t m = 0; m < M; ++m) {
         auto row = Tensor::from_floats(DType::kF32, {1, K}, std::vector<float>(xs.begin() + m * K, xs.begin() + (m + 1) * K));
         Tensor alone(DType::kF32, {1, N});
         ASSERT_TRUE(run(*registry(1, isa), "linear", {row.view(), w.view(), b.view()}, {alone.view()}).ok());
