@@ -11,6 +11,7 @@
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
 //   attention/...         one layer's attention for a decode step or a chunk of 128 queries,
 //                         with f32 caches and (suffix _f16kv) f16 caches
+//   elementwise/...       silu of an MLP's gate and its product with up, [M, 2048]
 //   ./kernels_bench --benchmark_filter='linear/q8'   (Google Benchmark flags apply)
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -141,6 +142,35 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * linear.weight_bytes());
   state.counters["GFLOPS"] =
       benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// An element-wise op of a prompt chunk's MLP on [rows, 2048] (the ~110M shape's ffn): silu of the
+// gate, or its product with the up projection. bytes_per_second counts the inputs read and the
+// output written.
+void elementwise(benchmark::State& state, std::string op, int64_t rows,
+                 std::shared_ptr<const runtime::KernelRegistry> registry) {
+  constexpr int64_t F = 2048;
+  const auto n = static_cast<size_t>(rows * F);
+  std::vector<float> a = random_values(n, 6, 8.0f), b = random_values(n, 7, 1.0f), y(n);
+  std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {rows, F}, a.data())};
+  if (op == "mul") inputs.push_back(TensorView::contiguous(DType::kF32, {rows, F}, b.data()));
+  std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {rows, F}, y.data())};
+  auto bound = runtime::BoundKernel::prepare(*registry, op, {}, inputs, outputs);
+  if (!bound.ok()) {
+    state.SkipWithError(bound.error().to_string().c_str());
+    return;
+  }
+  AlignedBuffer scratch(bound->scratch_bytes());
+  for (auto _ : state) {
+    const Status status = bound->run(inputs, outputs, scratch.span());
+    if (!status.ok()) {
+      state.SkipWithError(status.error().to_string().c_str());
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n * sizeof(float)) *
+                          static_cast<int64_t>(inputs.size() + 1));
 }
 
 // The heads of one attention layer.
@@ -315,6 +345,15 @@ int main(int argc, char** argv) {
           ->UseRealTime();
     }
   }
+  for (const std::string op : {"silu", "mul"})
+    for (int64_t rows : {128, 512})
+      for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
+                                                      {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
+        const std::string name = fmt::format("elementwise/{}/M{}_N2048/{}", op, rows, variant.name);
+        benchmark::RegisterBenchmark(name.c_str(), elementwise, op, rows, variant.registry)
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
