@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
   }
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8})
     for (int64_t M : {32, 128, 512})
-      for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}, {2048, 768}})
+      for (const auto& [K, N] : {std::pair<int64_t, int64_t>{768, 768}, {768, 2048}, {2048, 768}, {3072, 1024}, {8192, 2048}})
         for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                         {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
           for (bool cold : {false, true}) {
