@@ -451,9 +451,9 @@ TEST(OptimizedLinearRows, ARowGivesTheSameBitsAloneAndInABatch) {
 }
 
 TEST(OptimizedLinearRows, ACallOfManyLongRowsGivesEachRowTheBitsOfTheRowAlone) {
-  // 300 rows of K = 2048: 2.4 MiB of f32 activations, which the f32 and f16 kernels split into
-  // blocks of rows at half the L2 and at least 128 rows (with 12-row tiles and an L2 under
-  // 4.8 MiB: 132, 132 and 36 rows), and 1.2 MiB of
+  // 300 rows of K = 2048: 2.4 MiB of f32 activations, which the 512-bit f32 and f16 kernels
+  // split into blocks of rows at half the L2 and at least 128 rows (with an L2 under 4.8 MiB:
+  // 132, 132 and 36 rows), and 1.2 MiB of
   // bf16 activation pairs, which the AMX bf16 kernel splits into blocks of 10 and 9 row tiles
   // (the last tile overlaps the one before). Every row is run alone as well, so the rows on
   // both sides of each boundary are among them; the call is checked against the float64
