@@ -144,6 +144,34 @@ void linear_rows(benchmark::State& state, DType dtype, int64_t M, int64_t K, int
       benchmark::Counter(linear.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Prepares `op` as a method prepares it and runs it once per iteration. A non-empty `evict`
+// is read, untimed, before every call (the _cold cases). Reports the error to `state` and
+// returns false where it could not run.
+bool time_op(benchmark::State& state, const runtime::KernelRegistry& registry, std::string_view op,
+             const program::Attrs& attrs, const std::vector<TensorView>& inputs, std::vector<TensorView>& outputs,
+             const std::vector<float>& evict = {}) {
+  auto bound = runtime::BoundKernel::prepare(registry, op, attrs, inputs, outputs);
+  if (!bound.ok()) {
+    state.SkipWithError(bound.error().to_string().c_str());
+    return false;
+  }
+  AlignedBuffer scratch(bound->scratch_bytes());
+  for (auto _ : state) {
+    if (!evict.empty()) {
+      state.PauseTiming();
+      benchmark::DoNotOptimize(sum_per_line(evict));
+      state.ResumeTiming();
+    }
+    const Status status = bound->run(inputs, outputs, scratch.span());
+    if (!status.ok()) {
+      state.SkipWithError(status.error().to_string().c_str());
+      return false;
+    }
+    benchmark::ClobberMemory();
+  }
+  return true;
+}
+
 // An element-wise op of a prompt chunk's MLP on [rows, 2048] (the ~110M shape's ffn): silu of the
 // gate, or its product with the up projection. bytes_per_second counts the inputs read and the
 // output written.
@@ -155,20 +183,7 @@ void elementwise(benchmark::State& state, std::string op, int64_t rows,
   std::vector<TensorView> inputs{TensorView::contiguous(DType::kF32, {rows, F}, a.data())};
   if (op == "mul") inputs.push_back(TensorView::contiguous(DType::kF32, {rows, F}, b.data()));
   std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {rows, F}, y.data())};
-  auto bound = runtime::BoundKernel::prepare(*registry, op, {}, inputs, outputs);
-  if (!bound.ok()) {
-    state.SkipWithError(bound.error().to_string().c_str());
-    return;
-  }
-  AlignedBuffer scratch(bound->scratch_bytes());
-  for (auto _ : state) {
-    const Status status = bound->run(inputs, outputs, scratch.span());
-    if (!status.ok()) {
-      state.SkipWithError(status.error().to_string().c_str());
-      return;
-    }
-    benchmark::ClobberMemory();
-  }
+  if (!time_op(state, *registry, op, {}, inputs, outputs)) return;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n * sizeof(float)) *
                           static_cast<int64_t>(inputs.size() + 1));
 }
@@ -199,26 +214,7 @@ void attention_chunk(benchmark::State& state, AttentionShape shape, int64_t T, i
                                        TensorView::contiguous(DType::kI64, {T}, positions.data())};
   std::vector<TensorView> outputs{TensorView::contiguous(DType::kF32, {1, H, T, Dh}, out.data())};
   const program::Attrs attrs{{"scale", 0.125}};
-  auto bound = runtime::BoundKernel::prepare(*registry, "attention", attrs, inputs, outputs);
-  if (!bound.ok()) {
-    state.SkipWithError(bound.error().to_string().c_str());
-    return;
-  }
-  AlignedBuffer scratch(bound->scratch_bytes());
-  const std::vector<float> evict = cache_evictor(cold);
-  for (auto _ : state) {
-    if (cold) {
-      state.PauseTiming();
-      benchmark::DoNotOptimize(sum_per_line(evict));
-      state.ResumeTiming();
-    }
-    const Status status = bound->run(inputs, outputs, scratch.span());
-    if (!status.ok()) {
-      state.SkipWithError(status.error().to_string().c_str());
-      break;
-    }
-    benchmark::ClobberMemory();
-  }
+  if (!time_op(state, *registry, "attention", attrs, inputs, outputs, cache_evictor(cold))) return;
   const double pairs = static_cast<double>(H) * (static_cast<double>(T) * static_cast<double>(first) +
                                                  static_cast<double>(T) * static_cast<double>(T + 1) / 2);
   state.counters["GFLOPS"] = benchmark::Counter(pairs * 4 * Dh / 1e9, benchmark::Counter::kIsIterationInvariantRate);
