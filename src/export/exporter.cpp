@@ -6,6 +6,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/constant_table.h"
 #include "kestrel/export/decoder_builder.h"
+#include "kestrel/export/head_layout.h"
 #include "kestrel/export/memory_planner.h"
 #include "kestrel/export/program_emitter.h"
 #include "kestrel/program/io_contract.h"
@@ -145,6 +146,10 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
     for (const auto& partitioner : options.partitioners) passes.add_partitioner(partitioner);
     auto pipeline = passes.run(*graph);
     if (!pipeline.ok()) return pipeline.error().with_context(fmt::format("method '{}'", name));
+    if (options.fold_head_transposes) {
+      auto folded = fold_head_transposes(*graph);
+      if (!folded.ok()) return folded.error().with_context(fmt::format("folding the head transposes of '{}'", name));
+    }
     KESTREL_RETURN_IF_ERROR(lift_constants(*graph, constants));
     auto plan = plan_memory(*graph);
     if (!plan.ok()) return plan.error().with_context(fmt::format("planning memory of '{}'", name));

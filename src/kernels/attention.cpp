@@ -3,6 +3,7 @@
 // where g = h / (Hq / Hkv) (grouped-query attention) and first is 0, or, with a sliding
 // `window` W > 0, positions[t] - W + 1 (the mask kv > q - W). Slots outside [first, positions[t]]
 // are never read, so stale or uninitialized cache contents there cannot leak into the result.
+// With `layout` "bthd", q and out are [B, T, Hq, Dh] (the linears' layout; the same arithmetic).
 #include <cmath>
 
 #include "kernels/check.h"
@@ -28,7 +29,8 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "q", q, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "q", q, 4));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "q", q));
-  const int64_t B = q.shape[0], Hq = q.shape[1], T = q.shape[2], Dh = q.shape[3];
+  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, tokens_first_layout(op, ctx.attrs));
+  const int64_t B = q.shape[0], Hq = q.shape[tokens_first ? 2 : 1], T = q.shape[tokens_first ? 1 : 2], Dh = q.shape[3];
   // Caches may be stored narrower than f32; rows are widened as they are read.
   for (const auto& [name, view] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
     KESTREL_RETURN_IF_ERROR(check_dtype(op, name, *view, {DType::kF32, DType::kF16, DType::kBF16}));
@@ -71,7 +73,7 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
                         "{}: position {} (positions element {}) is outside the cache's [0, {})", op,
                         pos[t], t, C);
 
-  return AttentionDims{B, Hq, Hkv, T, C, Dh, scale, window};
+  return AttentionDims{B, Hq, Hkv, T, C, Dh, scale, window, tokens_first};
 }
 
 Status attention_kernel(KernelContext& ctx) {
@@ -91,7 +93,7 @@ Status attention_kernel(KernelContext& ctx) {
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kv_base = ((b * Hkv) + h / group) * C * Dh;  // element offset of [b, g, 0, 0]
       for (int64_t t = 0; t < T; ++t) {
-        const int64_t q_offset = ((b * Hq + h) * T + t) * Dh;
+        const int64_t q_offset = dims.q_offset(b, h, t);
         const float* qi = q.as<const float>() + q_offset;
         const int64_t first = dims.first_slot(pos[t]), last = pos[t];
         float max = -INFINITY;

@@ -114,6 +114,14 @@ Result<int64_t> int_attr_or(const KernelContext& ctx, const std::string& name, i
   return ctx.attrs.get_int(name);
 }
 
+Result<bool> tokens_first_layout(std::string_view op, const runtime::AttrReader& attrs) {
+  if (!attrs.has("layout")) return false;
+  KESTREL_ASSIGN_OR_RETURN(const std::string layout, attrs.get_string("layout"));
+  if (layout != "bhtd" && layout != "bthd")
+    return make_error(ErrorCode::kInvalidArgument, "{}: layout '{}' is not one of 'bhtd', 'bthd'", op, layout);
+  return layout == "bthd";
+}
+
 Result<double> float_attr_or(const KernelContext& ctx, const std::string& name, double fallback) {
   if (!ctx.attrs.has(name)) return fallback;
   return ctx.attrs.get_float(name);

@@ -45,6 +45,10 @@ Result<double> float_attr_or(const KernelContext& ctx, const std::string& name, 
 Result<std::string> string_attr_or(const KernelContext& ctx, const std::string& name,
                                    const std::string& fallback);
 
+// The `layout` attribute of rope and attention (docs/ops.md): "bhtd" (absent: the default)
+// gives false, "bthd" (tokens before heads: the linears' own layout, no transpose) true.
+Result<bool> tokens_first_layout(std::string_view op, const runtime::AttrReader& attrs);
+
 // Shape helpers for "[..., K] -> [..., N]" style output shapes.
 Shape with_last_dim(const Shape& shape, int64_t last);
 Shape without_last_dim(const Shape& shape);

@@ -31,7 +31,11 @@ struct RopeOperands {
   const float* sin;
   bool rows_per_token;
   bool interleaved;     // pairs (2i, 2i + 1); otherwise (i, i + half)
-  int64_t rows, T, Dh, half, rotary;  // rows = B * H * T, row r is token r % T
+  int64_t rows, T, Dh, half, rotary;  // rows = B * H * T
+  // Row r is token r % T ([B, H, T, Dh]), or with tokens_first token r / H % T ([B, T, H, Dh]).
+  bool tokens_first = false;
+  int64_t H = 1;
+  int64_t token(int64_t row) const { return tokens_first ? row / H % T : row % T; }
 };
 Result<RopeOperands> check_rope(const KernelContext& ctx);
 // Rotates rows [row0, row1): the rope kernel's arithmetic, for any range (one compiled body,
@@ -45,6 +49,11 @@ struct AttentionDims {
   int64_t B, Hq, Hkv, T, C, Dh;
   float scale;
   int64_t window;  // 0: every slot up to the position; > 0: only the last `window` of them
+  bool tokens_first;  // q and out are [B, T, Hq, Dh] (layout "bthd"), else [B, Hq, T, Dh]
+  // The element offset of row (b, h, t) of q and out.
+  int64_t q_offset(int64_t b, int64_t h, int64_t t) const {
+    return (tokens_first ? (b * T + t) * Hq + h : (b * Hq + h) * T + t) * Dh;
+  }
   // The first cache slot query t reads: positions[t] - window + 1 (clamped at 0) or 0.
   int64_t first_slot(int64_t position) const {
     return window > 0 && position >= window ? position - window + 1 : 0;

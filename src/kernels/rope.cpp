@@ -1,6 +1,6 @@
 // rope: rotates pairs of x[b, h, t, :R] by the angles in row positions[t] of the cos/sin tables,
 // where R is the `rotary_dim` attribute (default Dh; partial rotary when smaller); dims R..Dh-1
-// pass through unchanged.
+// pass through unchanged. With `layout` "bthd", x is [B, T, H, Dh] (the same rotation).
 //   half:        pairs (i, i + R/2), HF "rotate_half" layout
 //   interleaved: pairs (2i, 2i + 1), the original RoFormer / llama2.c layout
 #include "kernels/check.h"
@@ -30,7 +30,8 @@ Result<RopeOperands> check_rope(const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "x", x, 4));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
-  const int64_t B = x.shape[0], H = x.shape[1], T = x.shape[2], Dh = x.shape[3];
+  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, tokens_first_layout(op, ctx.attrs));
+  const int64_t B = x.shape[0], H = x.shape[tokens_first ? 2 : 1], T = x.shape[tokens_first ? 1 : 2], Dh = x.shape[3];
   KESTREL_ASSIGN_OR_RETURN(const int64_t rotary, int_attr_or(ctx, "rotary_dim", Dh));
   if (rotary <= 0 || rotary > Dh || rotary % 2 != 0)
     return make_error(ErrorCode::kInvalidArgument,
@@ -66,6 +67,7 @@ Result<RopeOperands> check_rope(const KernelContext& ctx) {
   r.positions = pos;
   r.rows = B * H * T;
   r.T = T, r.Dh = Dh, r.half = half, r.rotary = rotary;
+  r.tokens_first = tokens_first, r.H = H;
   r.interleaved = style == "interleaved";
   // Non-f32 tables are converted once for the T rows in use, not once per head.
   if (cos.dtype != DType::kF32 || sin.dtype != DType::kF32) {
@@ -84,7 +86,7 @@ Result<RopeOperands> check_rope(const KernelContext& ctx) {
 
 void apply_rope(const RopeOperands& r, int64_t row0, int64_t row1) {
   for (int64_t row = row0; row < row1; ++row) {
-    const int64_t t = row % r.T;
+    const int64_t t = r.token(row);
     const int64_t table_row = r.rows_per_token ? t : r.positions[t];
     const float* c = r.cos + table_row * r.half;
     const float* s = r.sin + table_row * r.half;

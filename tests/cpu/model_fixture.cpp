@@ -16,7 +16,8 @@
 namespace kestrel::cpu::testing {
 
 program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t max_context,
-                                      const std::vector<int64_t>& extra_prefill_steps, DType cache_dtype) {
+                                      const std::vector<int64_t>& extra_prefill_steps, DType cache_dtype,
+                                      bool fold_heads) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path() /
                    ("kestrel-cpu-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
@@ -44,6 +45,7 @@ program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t
       options.prefill_step = prefill_step;
       options.extra_prefill_steps = extra_prefill_steps;
       options.max_context = max_context;
+      options.fold_head_transposes = fold_heads;
       auto spec = exporter::export_program(*checkpoint, options);
       EXPECT_TRUE(spec.ok()) << spec.error().to_string();
       if (spec.ok()) out = std::move(spec).value();
@@ -66,8 +68,9 @@ std::shared_ptr<const program::LoadedProgram> load_program_spec(const program::P
 std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, int64_t prefill_step,
                                                                  int64_t max_context,
                                                                  const std::vector<int64_t>& extra_prefill_steps,
-                                                                 DType cache_dtype) {
-  return load_program_spec(small_model_spec(dtype, prefill_step, max_context, extra_prefill_steps, cache_dtype));
+                                                                 DType cache_dtype, bool fold_heads) {
+  return load_program_spec(
+      small_model_spec(dtype, prefill_step, max_context, extra_prefill_steps, cache_dtype, fold_heads));
 }
 
 std::unique_ptr<llm::HfStaticIOManager> load_io(std::shared_ptr<const program::LoadedProgram> program,

@@ -40,6 +40,26 @@ TEST_P(AttentionTest, MatchesMaskedReference) {
   EXPECT_TRUE(all_close(out.values(), want, 1e-5));
 }
 
+// layout "bthd": q and out [B, T, Hq, Dh], the reference's values transposed.
+TEST_P(AttentionTest, TokensFirstLayoutMatchesTheReference) {
+  const auto& p = GetParam();
+  const auto q_heads = random_floats(p.B * p.Hq * p.T * p.Dh, 50);
+  const ref::Vec q_tokens = ref::transpose(ref::Vec(q_heads.begin(), q_heads.end()), {p.B, p.Hq, p.T, p.Dh}, {0, 2, 1, 3});
+  auto q = HostTensor::from_floats(DType::kF32, {p.B, p.T, p.Hq, p.Dh}, std::vector<float>(q_tokens.begin(), q_tokens.end()));
+  const int64_t kv = p.B * p.Hkv * p.C * p.Dh;
+  auto k = HostTensor::from_floats(p.cache_dtype, {p.B, p.Hkv, p.C, p.Dh}, random_floats(kv, 51));
+  auto v = HostTensor::from_floats(p.cache_dtype, {p.B, p.Hkv, p.C, p.Dh}, random_floats(kv, 52));
+  auto positions = HostTensor::from_ints({p.T}, p.positions);
+  HostTensor out(DType::kF32, {p.B, p.T, p.Hq, p.Dh});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(p.Dh));
+  program::Attrs attrs{{"scale", scale}, {"layout", std::string("bthd")}};
+  if (p.window > 0) attrs["window"] = p.window;
+  ASSERT_TRUE(run_kernel("attention", {q.view(), k.view(), v.view(), positions.view()}, {out.view()}, attrs).ok());
+  const auto heads_first = ref::attention(ref::Vec(q_heads.begin(), q_heads.end()), k.values(), v.values(), p.B, p.Hq,
+                                          p.Hkv, p.T, p.C, p.Dh, p.positions, scale, p.window);
+  EXPECT_TRUE(all_close(out.values(), ref::transpose(heads_first, {p.B, p.Hq, p.T, p.Dh}, {0, 2, 1, 3}), 1e-5));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionTest,
     ::testing::Values(
@@ -110,6 +130,19 @@ TEST(Attention, FirstPositionAttendsOnlyToSlotZero) {
                          {{"scale", 1.0}})
                   .ok());
   EXPECT_TRUE(all_close(out.values(), {1.0, 2.0, 3.0}, 1e-6));
+}
+
+TEST(Attention, RejectsAnUnknownLayoutAndShapesOfTheOther) {
+  HostTensor q(DType::kF32, {1, 6, 2, 8});
+  HostTensor k(DType::kF32, {1, 2, 4, 8});
+  HostTensor out(DType::kF32, {1, 6, 2, 8});
+  auto positions = HostTensor::from_ints({2}, {0, 1});
+  const std::vector<TensorView> inputs{q.view(), k.view(), k.view(), positions.view()};
+  EXPECT_TRUE(fails_with(run_kernel("attention", inputs, {out.view()}, {{"layout", std::string("thbd")}}),
+                         ErrorCode::kInvalidArgument, {"attention", "layout 'thbd'", "'bhtd', 'bthd'"}));
+  // Read as [B, T, Hq, Dh], q [1, 6, 2, 8] has 6 queries, and positions only 2.
+  EXPECT_TRUE(fails_with(run_kernel("attention", inputs, {out.view()}, {{"layout", std::string("bthd")}}),
+                         ErrorCode::kInvalidArgument, {"attention", "positions"}));
 }
 
 TEST(Attention, RejectsBadPositionsAndShapes) {

@@ -56,6 +56,30 @@ TEST_P(RopeTest, MatchesComplexRotation) {
   EXPECT_TRUE(all_close(x.values(), want, 1e-5));
 }
 
+// layout "bthd": x [B, T, H, Dh], rotated by its token's position as in [B, H, T, Dh].
+TEST_P(RopeTest, TokensFirstLayoutMatchesTheReference) {
+  const auto& [style, table_dtype] = GetParam();
+  const int64_t B = 2, H = 3, T = 5, Dh = 14, P = 12, half = Dh / 2;
+  const std::vector<int64_t> pos{7, 3, 11, 0, 4};
+  auto [c, s] = tables(P, half);
+  auto cos = HostTensor::from_floats(table_dtype, {P, half}, c);
+  auto sin = HostTensor::from_floats(table_dtype, {P, half}, s);
+  const auto heads = random_floats(B * H * T * Dh, 40);
+  const ref::Vec tokens = ref::transpose(ref::Vec(heads.begin(), heads.end()), {B, H, T, Dh}, {0, 2, 1, 3});
+  auto x = HostTensor::from_floats(DType::kF32, {B, T, H, Dh}, std::vector<float>(tokens.begin(), tokens.end()));
+  auto positions = HostTensor::from_ints({T}, pos);
+  HostTensor y(DType::kF32, {B, T, H, Dh});
+  ASSERT_TRUE(run_kernel("rope", {x.view(), positions.view(), cos.view(), sin.view()}, {y.view()},
+                         {{"style", style}, {"layout", std::string("bthd")}})
+                  .ok());
+  const auto want = ref::rope(ref::Vec(heads.begin(), heads.end()), B * H, T, Dh, pos, cos.values(), sin.values(), style);
+  EXPECT_TRUE(all_close(y.values(), ref::transpose(want, {B, H, T, Dh}, {0, 2, 1, 3}), 1e-5));
+  // An unknown layout is named.
+  EXPECT_TRUE(fails_with(run_kernel("rope", {x.view(), positions.view(), cos.view(), sin.view()}, {y.view()},
+                                    {{"style", style}, {"layout", std::string("bhdt")}}),
+                         ErrorCode::kInvalidArgument, {"rope", "layout 'bhdt'"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Styles, RopeTest,
                          ::testing::Values(RopeCase{"half", DType::kF32},
                                            RopeCase{"interleaved", DType::kF32},

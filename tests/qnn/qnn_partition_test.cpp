@@ -145,12 +145,24 @@ TEST(QnnOpSupport, ShapeAndAttributeRules) {
   auto r6 = g.add_op("silu", {big}, "r6", DType::kF32, {1, 1, 1, 1, 1, 2});
   auto d = g.add_op("silu", {dyn}, "d", DType::kF32, {1, -1});
   auto rope = g.add_op("rope", {k, pos, cs, cs}, "rope", DType::kF32, {1, 2, 16, 16}, {{"style", std::string("odd")}});
-  for (auto v : {gqa, r6, d, rope}) g.mark_output(v);
+  // The CPU's tokens-first layout (fold_head_transposes) is not lowered; the default is.
+  auto k_tokens = g.add_input("k_tokens", DType::kF32, {1, 16, 2, 16}, InputKind::kUser);
+  auto rope_tokens = g.add_op("rope", {k_tokens, pos, cs, cs}, "rope_tokens", DType::kF32, {1, 16, 2, 16},
+                              {{"style", std::string("half")}, {"layout", std::string("bthd")}});
+  auto rope_heads = g.add_op("rope", {k, pos, cs, cs}, "rope_heads", DType::kF32, {1, 2, 16, 16},
+                             {{"style", std::string("half")}, {"layout", std::string("bhtd")}});
+  auto q2 = g.add_input("q2", DType::kF32, {1, 4, 4, 16}, InputKind::kUser);
+  auto tokens_attention = g.add_op("attention", {q2, k, k, pos}, "tokens_attention", DType::kF32, {1, 4, 4, 16},
+                                   {{"scale", 0.25}, {"layout", std::string("bthd")}});
+  for (auto v : {gqa, r6, d, rope, rope_tokens, rope_heads, tokens_attention}) g.mark_output(v);
   auto ok = [&](exporter::ValueId out) { return check_qnn_node(g, *g.find_node(g.value(out).producer)).ok(); };
   EXPECT_FALSE(ok(gqa)) << "3 query heads over 2 kv heads";
   EXPECT_FALSE(ok(r6)) << "rank 6";
   EXPECT_FALSE(ok(d)) << "dynamic dim";
   EXPECT_FALSE(ok(rope)) << "unknown rope style";
+  EXPECT_FALSE(ok(rope_tokens)) << "rope in the tokens-first layout";
+  EXPECT_TRUE(ok(rope_heads)) << "rope in the default layout, named";
+  EXPECT_FALSE(ok(tokens_attention)) << "attention in the tokens-first layout";
 }
 
 TEST(QnnPartition, WholeLayerIsOneDelegate) {

@@ -27,6 +27,10 @@ struct ExportOptions {
   std::string logits = "last";
   // Run on every method graph before the partitioners' edge transforms.
   std::vector<std::shared_ptr<Pass>> passes;
+  // After partitioning, rope and attention left to the CPU read q and write their output in the
+  // projections' [B, T, H, Dh] layout, without the transposes around them (fold_head_transposes:
+  // the same values, two passes over each layer's q-sized activations fewer).
+  bool fold_head_transposes = true;
   std::vector<std::shared_ptr<const Partitioner>> partitioners;
   // Called with a line of progress for each stage (may be empty).
   std::function<void(const std::string&)> progress;

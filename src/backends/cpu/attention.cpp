@@ -34,8 +34,9 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
   auto state = std::make_shared<AttentionState>();
   state->config = *static_cast<const Config*>(options);
   PreparedKernel prepared;
+  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, kernels::detail::tokens_first_layout("attention", ctx.attrs));
   if (ctx.inputs.size() == 4 && ctx.inputs[0].shape.rank() == 4 && ctx.inputs[1].shape.rank() == 4) {
-    const int64_t Hq = ctx.inputs[0].shape[1], T = ctx.inputs[0].shape[2];
+    const int64_t Hq = ctx.inputs[0].shape[tokens_first ? 2 : 1], T = ctx.inputs[0].shape[tokens_first ? 1 : 2];
     const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2], Dh = ctx.inputs[1].shape[3];
     if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
       const int threads = pool_threads(ctx.pool);
@@ -62,6 +63,7 @@ Status attention(KernelContext& ctx) {
   op.B = dims.B, op.Hq = dims.Hq, op.Hkv = dims.Hkv, op.T = dims.T, op.C = dims.C, op.Dh = dims.Dh;
   op.scale = dims.scale;
   op.window = dims.window;  // checked by check_attention
+  op.tokens_first = dims.tokens_first;
   if (op.B * op.Hq * op.T * op.Dh == 0) return ok_status();
 
   const int64_t group = op.Hq / op.Hkv;

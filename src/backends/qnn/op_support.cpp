@@ -168,6 +168,12 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
   }
 
   auto in = [&](size_t i) -> const exporter::Value& { return graph.value(node.inputs[i]); };
+  if (node.op == "rope" || node.op == "attention") {
+    // The lowering reads q (and rope's x) as [B, H, T, Dh]; the CPU-only tokens-first layout
+    // (fold_head_transposes) is not lowered.
+    const std::string* layout = string_attr(node, "layout");
+    if (layout != nullptr && *layout != "bhtd") return unsupported(node, fmt::format("layout '{}'", *layout));
+  }
   if (node.op == "rope") {
     const std::string* style = string_attr(node, "style");
     const std::string s = style ? *style : "half";

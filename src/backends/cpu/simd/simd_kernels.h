@@ -64,6 +64,12 @@ struct AttentionOperands {
   // Tasks of one kv head prefetch the key and value rows kGroupedDecodePrefetchRows ahead of
   // the ones they read (grouped_decode_one_head).
   bool prefetch = false;
+  // q and out are [B, T, Hq, Dh] (attention's layout "bthd"), else [B, Hq, T, Dh].
+  bool tokens_first = false;
+  // The float offset of q's (and out's) row for batch b, query head h, query t.
+  int64_t q_offset(int64_t b, int64_t h, int64_t t) const {
+    return (tokens_first ? (b * T + t) * Hq + h : (b * Hq + h) * T + t) * Dh;
+  }
 };
 
 struct SimdKernels {
