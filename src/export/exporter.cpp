@@ -6,6 +6,7 @@
 #include "kestrel/core/error_helpers.h"
 #include "kestrel/export/constant_table.h"
 #include "kestrel/export/decoder_builder.h"
+#include "kestrel/export/gated_mlp.h"
 #include "kestrel/export/head_layout.h"
 #include "kestrel/export/memory_planner.h"
 #include "kestrel/export/program_emitter.h"
@@ -149,6 +150,10 @@ Result<program::ProgramSpec> export_program(const Checkpoint& checkpoint, const 
     if (options.fold_head_transposes) {
       auto folded = fold_head_transposes(*graph);
       if (!folded.ok()) return folded.error().with_context(fmt::format("folding the head transposes of '{}'", name));
+    }
+    if (options.fuse_silu_mul) {
+      auto fused = fuse_silu_mul(*graph);
+      if (!fused.ok()) return fused.error().with_context(fmt::format("fusing the gated MLPs of '{}'", name));
     }
     KESTREL_RETURN_IF_ERROR(lift_constants(*graph, constants));
     auto plan = plan_memory(*graph);

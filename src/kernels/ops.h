@@ -61,6 +61,18 @@ struct AttentionDims {
 };
 Result<AttentionDims> check_attention(const KernelContext& ctx);
 Status silu_kernel(KernelContext& ctx);
+// silu(x) = x / (1 + e^-x), the silu kernel's arithmetic.
+float silu_value(float x);
+Status silu_mul_kernel(KernelContext& ctx);
+// The silu_mul kernel's checks, shared with optimized implementations: out[i] =
+// silu(gate[i]) * up[i] for i < n.
+struct SiluMulOperands {
+  const float* gate;
+  const float* up;
+  float* out;
+  int64_t n;
+};
+Result<SiluMulOperands> check_silu_mul(const KernelContext& ctx);
 Status gelu_kernel(KernelContext& ctx);
 Status mul_kernel(KernelContext& ctx);
 Status add_kernel(KernelContext& ctx);

@@ -13,6 +13,7 @@ void register_portable_kernels(runtime::KernelRegistry& registry) {
   registry.add("softmax", softmax_kernel);
   registry.add("attention", attention_kernel);
   registry.add("silu", silu_kernel);
+  registry.add("silu_mul", silu_mul_kernel);
   registry.add("gelu", gelu_kernel);
   registry.add("mul", mul_kernel);
   registry.add("add", add_kernel);

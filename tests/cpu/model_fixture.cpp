@@ -17,7 +17,7 @@ namespace kestrel::cpu::testing {
 
 program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t max_context,
                                       const std::vector<int64_t>& extra_prefill_steps, DType cache_dtype,
-                                      bool fold_heads) {
+                                      bool cpu_fusions) {
   static std::atomic<int> counter{0};
   const auto dir = std::filesystem::temp_directory_path() /
                    ("kestrel-cpu-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
@@ -45,7 +45,8 @@ program::ProgramSpec small_model_spec(DType dtype, int64_t prefill_step, int64_t
       options.prefill_step = prefill_step;
       options.extra_prefill_steps = extra_prefill_steps;
       options.max_context = max_context;
-      options.fold_head_transposes = fold_heads;
+      options.fold_head_transposes = cpu_fusions;
+      options.fuse_silu_mul = cpu_fusions;
       auto spec = exporter::export_program(*checkpoint, options);
       EXPECT_TRUE(spec.ok()) << spec.error().to_string();
       if (spec.ok()) out = std::move(spec).value();
@@ -68,9 +69,9 @@ std::shared_ptr<const program::LoadedProgram> load_program_spec(const program::P
 std::shared_ptr<const program::LoadedProgram> export_small_model(DType dtype, int64_t prefill_step,
                                                                  int64_t max_context,
                                                                  const std::vector<int64_t>& extra_prefill_steps,
-                                                                 DType cache_dtype, bool fold_heads) {
+                                                                 DType cache_dtype, bool cpu_fusions) {
   return load_program_spec(
-      small_model_spec(dtype, prefill_step, max_context, extra_prefill_steps, cache_dtype, fold_heads));
+      small_model_spec(dtype, prefill_step, max_context, extra_prefill_steps, cache_dtype, cpu_fusions));
 }
 
 std::unique_ptr<llm::HfStaticIOManager> load_io(std::shared_ptr<const program::LoadedProgram> program,

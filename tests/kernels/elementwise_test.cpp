@@ -1,4 +1,4 @@
-// silu, gelu, mul, add (with suffix broadcast) and argmax.
+// silu, silu_mul, gelu, mul, add (with suffix broadcast) and argmax.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,6 +51,34 @@ TEST(Activation, InPlaceAndErrors) {
   HostTensor y6(DType::kF32, {6});
   EXPECT_TRUE(fails_with(run_kernel("gelu", {x.view()}, {y6.view()}), ErrorCode::kInvalidArgument,
                          {"gelu", "output has shape [6]"}));
+}
+
+TEST(Activation, SiluMulIsTheGatedProduct) {
+  auto gates = random_floats(40, 73, -8.0f, 8.0f);
+  gates[3] = -100.0f;  // exp overflow territory: silu is -0 there
+  gates[4] = 100.0f;
+  auto gate = HostTensor::from_floats(DType::kF32, {2, 20}, gates);
+  auto up = HostTensor::from_floats(DType::kF32, {2, 20}, random_floats(40, 74, -3.0f, 3.0f));
+  std::vector<double> want;
+  for (size_t i = 0; i < gate.values().size(); ++i) want.push_back(ref::silu(gate.values()[i]) * up.values()[i]);
+  HostTensor y(DType::kF32, {2, 20});
+  ASSERT_TRUE(run_kernel("silu_mul", {gate.view(), up.view()}, {y.view()}).ok());
+  EXPECT_TRUE(all_close(y.values(), want, 1e-6));
+  // Bit for bit the silu kernel's value times up, as the unfused ops compute it.
+  HostTensor s(DType::kF32, {2, 20}), product(DType::kF32, {2, 20});
+  ASSERT_TRUE(run_kernel("silu", {gate.view()}, {s.view()}).ok());
+  ASSERT_TRUE(run_kernel("mul", {s.view(), up.view()}, {product.view()}).ok());
+  EXPECT_EQ(y.values(), product.values());
+  // In place over either input.
+  ASSERT_TRUE(run_kernel("silu_mul", {gate.view(), up.view()}, {up.view()}).ok());
+  EXPECT_EQ(up.values(), product.values());
+  // The shapes must match (no broadcast), and the operands be f32.
+  HostTensor short_up(DType::kF32, {20});
+  EXPECT_TRUE(fails_with(run_kernel("silu_mul", {gate.view(), short_up.view()}, {y.view()}),
+                         ErrorCode::kInvalidArgument, {"silu_mul", "up has shape [20]"}));
+  HostTensor gate16(DType::kF16, {2, 20});
+  EXPECT_TRUE(fails_with(run_kernel("silu_mul", {gate16.view(), up.view()}, {y.view()}),
+                         ErrorCode::kInvalidArgument, {"silu_mul", "gate has dtype f16"}));
 }
 
 TEST(Binary, SameShapeAndSuffixBroadcast) {

@@ -9,9 +9,10 @@ namespace {
 
 TEST(PortableRegistry, HasEveryOpOfTheContract) {
   const auto registry = portable_kernel_registry();
-  const std::vector<std::string> ops{"add",       "argmax",    "attention", "cast",       "embedding", "gelu",
-                                     "index_copy", "layer_norm", "linear",    "matmul",     "mul",       "reshape",
-                                     "rms_norm",   "rope",       "silu",      "slice",      "softmax",   "transpose"};
+  const std::vector<std::string> ops{"add",      "argmax",  "attention", "cast",    "embedding", "gelu",
+                                     "index_copy", "layer_norm", "linear", "matmul",  "mul",       "reshape",
+                                     "rms_norm",   "rope",    "silu",      "silu_mul", "slice",    "softmax",
+                                     "transpose"};
   EXPECT_EQ(registry->names(), ops);  // names() is sorted
   for (const auto& op : ops) EXPECT_TRUE(registry->find(op).ok()) << op;
   EXPECT_EQ(portable_kernel_registry().get(), registry.get());  // built once

@@ -31,6 +31,9 @@ struct ExportOptions {
   // projections' [B, T, H, Dh] layout, without the transposes around them (fold_head_transposes:
   // the same values, two passes over each layer's q-sized activations fewer).
   bool fold_head_transposes = true;
+  // After partitioning, a gated MLP's silu(gate) * up left to the CPU becomes one silu_mul
+  // (fuse_silu_mul: the same values, one pass over the MLP's activations fewer).
+  bool fuse_silu_mul = true;
   std::vector<std::shared_ptr<const Partitioner>> partitioners;
   // Called with a line of progress for each stage (may be empty).
   std::function<void(const std::string&)> progress;

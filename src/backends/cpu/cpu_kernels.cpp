@@ -260,6 +260,7 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const C
     registry->add("attention", runtime::Kernel{detail::attention, detail::prepare_attention, options_ptr});
     registry->add("rms_norm", runtime::Kernel{detail::rms_norm, detail::prepare_rms_norm, options_ptr});
     registry->add("silu", runtime::Kernel{detail::silu, detail::prepare_config_only, options_ptr});
+    registry->add("silu_mul", runtime::Kernel{detail::silu_mul, detail::prepare_config_only, options_ptr});
     registry->add("add", runtime::Kernel{detail::add, detail::prepare_binary, options_ptr});
     registry->add("mul", runtime::Kernel{detail::mul, detail::prepare_binary, options_ptr});
     registry->add("transpose", runtime::Kernel{detail::transpose, detail::prepare_transpose, options_ptr});

@@ -29,9 +29,10 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
 Status attention(KernelContext& ctx);
 Result<PreparedKernel> prepare_rms_norm(const KernelPrepareContext& ctx, const void* config);
 Status rms_norm(KernelContext& ctx);
-// silu and cast prepare nothing but their configuration (the SIMD table).
+// silu, silu_mul and cast prepare nothing but their configuration (the SIMD table).
 Result<PreparedKernel> prepare_config_only(const KernelPrepareContext& ctx, const void* config);
 Status silu(KernelContext& ctx);
+Status silu_mul(KernelContext& ctx);
 // add and mul: the portable kernels' checks and arithmetic, split over the pool.
 Result<PreparedKernel> prepare_binary(const KernelPrepareContext& ctx, const void* config);
 Status add(KernelContext& ctx);

@@ -1,4 +1,4 @@
-// rms_norm, silu and the f32 -> f16 cast with the SIMD kernels (rows or elements split over the
+// rms_norm, silu, silu_mul and the f32 -> f16 cast with the SIMD kernels (rows or elements split over the
 // pool when there are many); add, mul, rope and index_copy with the portable kernels' checks and
 // arithmetic, split over the pool; and transpose with its permutation decoded once at load, its
 // rows split over the pool. Each is validated exactly as the portable kernel is; a call the
@@ -148,6 +148,19 @@ Status silu(KernelContext& ctx) {
     const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
     const int64_t i0 = c0 * 16, i1 = std::min(n, c1 * 16);
     if (i1 > i0) simd.silu(src + i0, dst + i0, i1 - i0);
+  });
+  return ok_status();
+}
+
+Status silu_mul(KernelContext& ctx) {
+  const auto* state = static_cast<const ConfigState*>(ctx.state);
+  if (state == nullptr) return kernels::silu_mul_kernel(ctx);
+  KESTREL_ASSIGN_OR_RETURN(const kernels::SiluMulOperands x, kernels::check_silu_mul(ctx));
+  const SimdKernels& simd = *state->config.simd;
+  // Pieces of whole 16-value chunks; each value is computed alone, so the split changes no bit.
+  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
+    const int64_t i0 = c0 * 16, i1 = std::min(x.n, c1 * 16);
+    if (i1 > i0) simd.silu_mul(x.gate + i0, x.up + i0, x.out + i0, i1 - i0);
   });
   return ok_status();
 }

@@ -94,6 +94,8 @@ struct SimdKernels {
   void (*rms_norm_rows)(const float* x, const float* w, float eps, int64_t rows, int64_t D, float* y);
   // y = x / (1 + exp(-x)); y may be x.
   void (*silu)(const float* x, float* y, int64_t n);
+  // y = silu(gate) * up, silu's bits times up; y may be gate or up.
+  void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
   // f32 -> f16 bits, rounding to nearest even, bit for bit as the core's f32_to_f16.
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
   // How linear_panels reads packed q8 weights: biased (w + 128, for vpdpbusd, with the

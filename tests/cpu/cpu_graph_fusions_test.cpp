@@ -1,6 +1,7 @@
-// rope and attention in the projections' [B, T, H, Dh] layout (`layout` "bthd"): the exporter
-// folds the transposes around attention into them, and the folded program must compute the
-// unfolded one's bits with every kernel set, instruction set and thread count.
+// The exporter's rewrites for the CPU after partitioning: rope and attention in the
+// projections' [B, T, H, Dh] layout (`layout` "bthd", the transposes around attention folded
+// into them) and a gated MLP's silu(gate) * up as one silu_mul. The rewritten program must
+// compute the original one's bits with every kernel set, instruction set and thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,7 +34,7 @@ MethodOps method_ops(const program::LoadedProgram& program, const std::string& m
   return ops;
 }
 
-TEST(HeadLayoutExport, FoldsTheTransposesAroundAttentionIntoRopeAndAttention) {
+TEST(CpuGraphFusions, FoldTheHeadTransposesAndTheGatedProduct) {
   const auto folded = export_small_model(DType::kF32, 5, 40);
   const auto plain = export_small_model(DType::kF32, 5, 40, {}, DType::kF32, false);
   ASSERT_NE(folded, nullptr);
@@ -50,6 +51,12 @@ TEST(HeadLayoutExport, FoldsTheTransposesAroundAttentionIntoRopeAndAttention) {
     EXPECT_TRUE(before.tokens_first.empty());
     EXPECT_EQ(after.tokens_first.at("attention"), 2);
     EXPECT_EQ(after.tokens_first.at("rope"), 2);  // q's; k's rope feeds the cache as before
+    // silu(gate) * up in each layer.
+    EXPECT_EQ(before.counts.at("silu"), 2);
+    EXPECT_EQ(before.counts.at("mul"), 2);
+    EXPECT_EQ(after.counts.count("silu"), 0u);
+    EXPECT_EQ(after.counts.count("mul"), 0u);
+    EXPECT_EQ(after.counts.at("silu_mul"), 2);
   }
 }
 
@@ -82,7 +89,7 @@ bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::
   return true;
 }
 
-TEST(HeadLayoutExport, AFoldedProgramComputesTheBitsOfTheUnfoldedOne) {
+TEST(CpuGraphFusions, TheRewrittenProgramComputesTheBitsOfTheOriginal) {
   for (DType dtype : {DType::kF32, DType::kQ8})
     for (DType cache : {DType::kF32, DType::kF16}) {
       SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " weights, " << dtype_name(cache) << " caches");
@@ -157,6 +164,31 @@ TEST(OptimizedAttention, TokensFirstLayoutGivesTheBitsOfHeadsFirst) {
           EXPECT_TRUE(same_bytes(out_tokens, want));
         }
     }
+}
+
+// The optimized silu_mul: the optimized silu's values times up, bit for bit, in calls short of
+// one vector, with a tail, and large enough to be split over the pool.
+TEST(OptimizedSiluMul, GivesTheBitsOfSiluThenMul) {
+  for (int64_t n : {int64_t{5}, int64_t{37}, int64_t{40000}}) {
+    SCOPED_TRACE(::testing::Message() << n << " values");
+    auto gate = Tensor::from_floats(DType::kF32, {n}, random_floats(static_cast<size_t>(n), 95, -9.0f, 9.0f));
+    auto up = Tensor::from_floats(DType::kF32, {n}, random_floats(static_cast<size_t>(n), 96, -3.0f, 3.0f));
+    const std::vector<double> g = gate.values(), u = up.values();
+    std::vector<double> reference(static_cast<size_t>(n));
+    for (size_t i = 0; i < reference.size(); ++i) reference[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    for (Isa isa : simd_isas())
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << isa_label(isa) << ", " << threads << " threads");
+        const auto reg = registry(threads, isa);
+        Tensor s(DType::kF32, {n}), want(DType::kF32, {n}), got(DType::kF32, {n});
+        ASSERT_TRUE(run(*reg, "silu", {gate.view()}, {s.view()}).ok());
+        ASSERT_TRUE(run(*reg, "mul", {s.view(), up.view()}, {want.view()}).ok());
+        const auto status = run(*reg, "silu_mul", {gate.view(), up.view()}, {got.view()});
+        ASSERT_TRUE(status.ok()) << status.error().to_string();
+        EXPECT_TRUE(same_bytes(got, want));
+        EXPECT_TRUE(all_close(got.values(), reference, 1e-5));
+      }
+  }
 }
 
 }  // namespace
