@@ -116,10 +116,12 @@ Result<int64_t> int_attr_or(const KernelContext& ctx, const std::string& name, i
 
 Result<bool> tokens_first_layout(std::string_view op, const runtime::AttrReader& attrs) {
   if (!attrs.has("layout")) return false;
-  KESTREL_ASSIGN_OR_RETURN(const std::string layout, attrs.get_string("layout"));
-  if (layout != "bhtd" && layout != "bthd")
-    return make_error(ErrorCode::kInvalidArgument, "{}: layout '{}' is not one of 'bhtd', 'bthd'", op, layout);
-  return layout == "bthd";
+  const Result<std::string> layout = attrs.get_string("layout");
+  if (!layout.ok()) return layout.error();
+  const std::string_view name = layout.value();
+  if (name == "bthd") return true;
+  if (name == "bhtd") return false;
+  return make_error(ErrorCode::kInvalidArgument, "{}: layout '{}' is not one of 'bhtd', 'bthd'", op, name);
 }
 
 Result<double> float_attr_or(const KernelContext& ctx, const std::string& name, double fallback) {
