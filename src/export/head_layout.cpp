@@ -51,6 +51,79 @@ struct Match {
   const Node* from_heads = nullptr;
 };
 
+// The nodes after `graph.nodes()` minus `removed`, with each `replaced` node in its place.
+void rebuild(Graph& graph, const std::set<NodeId>& removed, std::unordered_map<NodeId, Node>& replaced) {
+  std::vector<Node> nodes;
+  for (Node& node : graph.nodes()) {
+    if (removed.count(node.id) != 0) continue;
+    const auto it = replaced.find(node.id);
+    nodes.push_back(it != replaced.end() ? std::move(it->second) : std::move(node));
+  }
+  graph.nodes() = std::move(nodes);
+}
+
+// A cast of f32 to f16 and nothing else.
+bool narrows_to_f16(const Graph& graph, const Node& node) {
+  if (node.op != "cast" || node.inputs.size() != 1 || node.outputs.size() != 1) return false;
+  for (const auto& [name, value] : node.attrs)
+    if (name != "dtype" || value != program::AttrValue{std::string("f16")}) return false;
+  return graph.value(node.inputs[0]).dtype == DType::kF32 && graph.value(node.outputs[0]).dtype == DType::kF16;
+}
+
+// k and v on their way to an f16 cache: transpose -> (rope ->) cast becomes (rope in the
+// tokens-first layout ->) a transpose that writes f16. The cast's output (k_new or v_new) keeps
+// its name and readers.
+Result<int> fold_cache_casts(Graph& graph) {
+  const Uses uses(graph);
+  std::unordered_map<NodeId, const Node*> by_id;
+  for (const Node& node : graph.nodes()) by_id[node.id] = &node;
+  auto producer = [&](ValueId v) -> const Node* {
+    const auto it = by_id.find(graph.value(v).producer);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  std::set<NodeId> removed;
+  std::unordered_map<NodeId, Node> replaced;
+  int folded = 0;
+  for (const Node& cast : graph.nodes()) {
+    if (!narrows_to_f16(graph, cast) || !uses.only_reader(graph, cast.inputs[0], cast.id)) continue;
+    const Node* before = producer(cast.inputs[0]);
+    const Node* rope = nullptr;
+    if (before != nullptr && before->op == "rope" && heads_first(*before) && before->outputs.size() == 1 &&
+        !before->inputs.empty() && uses.only_reader(graph, before->inputs[0], before->id)) {
+      rope = before;
+      before = producer(rope->inputs[0]);
+    }
+    if (before == nullptr || !swaps_heads_and_tokens(*before) || removed.count(before->id) != 0) continue;
+    const Node& transpose = *before;
+    const ValueId tokens = transpose.inputs[0], k_new = cast.outputs[0];
+    // The transpose now writes the cast's output, in f16; with a rope, the rope takes the
+    // transpose's place (reading the projection's layout) and the transpose the rope's.
+    Node to_heads = transpose;
+    to_heads.outputs = {k_new};
+    if (rope != nullptr) {
+      Node tokens_rope = *rope;
+      tokens_rope.id = transpose.id;
+      tokens_rope.inputs[0] = tokens;
+      tokens_rope.attrs["layout"] = std::string("bthd");
+      graph.value(rope->outputs[0]).shape = graph.value(tokens).shape;
+      graph.value(rope->outputs[0]).producer = transpose.id;
+      to_heads.id = rope->id;
+      to_heads.inputs = {rope->outputs[0]};
+      replaced[transpose.id] = std::move(tokens_rope);
+      replaced[rope->id] = std::move(to_heads);
+    } else {
+      replaced[transpose.id] = std::move(to_heads);
+    }
+    graph.value(k_new).producer = rope != nullptr ? rope->id : transpose.id;
+    removed.insert(cast.id);
+    ++folded;
+  }
+  if (folded == 0) return 0;
+  rebuild(graph, removed, replaced);
+  KESTREL_RETURN_IF_ERROR(graph.validate());
+  return folded;
+}
+
 }  // namespace
 
 Result<int> fold_head_transposes(Graph& graph) {
@@ -85,7 +158,7 @@ Result<int> fold_head_transposes(Graph& graph) {
     m.to_heads = before;
     matches.push_back(m);
   }
-  if (matches.empty()) return 0;
+  if (matches.empty()) return fold_cache_casts(graph);
 
   // Readers of a from_heads output read the attention output instead (now [B, T, H, Dh]).
   std::unordered_map<ValueId, ValueId> renamed;
@@ -121,7 +194,8 @@ Result<int> fold_head_transposes(Graph& graph) {
   for (Value& value : graph.values()) rename(value.alias_of);
   for (ValueId& output : graph.outputs()) rename(output);
   KESTREL_RETURN_IF_ERROR(graph.validate());
-  return static_cast<int>(matches.size());
+  KESTREL_ASSIGN_OR_RETURN(const int casts, fold_cache_casts(graph));
+  return static_cast<int>(matches.size()) + casts;
 }
 
 }  // namespace kestrel::exporter

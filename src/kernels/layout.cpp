@@ -1,11 +1,13 @@
 // Data movement: reshape, transpose, slice. They work on any dtype with a fixed element size
-// (not q8, except reshape, which only moves bytes).
+// (not q8, except reshape, which only moves bytes). A transpose of f32 may write f16, rounding
+// each value as cast does.
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
 
 #include "kernels/check.h"
+#include "kernels/convert.h"
 #include "kernels/ops.h"
 #include "kestrel/core/error_helpers.h"
 
@@ -99,14 +101,19 @@ Status transpose_kernel(KernelContext& ctx) {
   }
   Shape out_shape = x.shape;
   for (int i = 0; i < rank; ++i) out_shape[i] = x.shape[perm[i]];
-  KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {x.dtype}));
+  const bool to_f16 = x.dtype == DType::kF32 && out.dtype == DType::kF16;
+  if (!to_f16) KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {x.dtype}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
   KESTREL_RETURN_IF_ERROR(check_shape(op, "output", out, out_shape));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "x", x, false));
   const int64_t total = x.numel();
   if (total == 0) return ok_status();
   if (rank == 0) {
-    std::memcpy(out.data, x.data, elem);
+    if (to_f16) {
+      store_float(DType::kF16, out.data, 0, *x.as<const float>());
+    } else {
+      std::memcpy(out.data, x.data, elem);
+    }
     return ok_status();
   }
 
@@ -120,8 +127,13 @@ Status transpose_kernel(KernelContext& ctx) {
   auto* dst = static_cast<uint8_t*>(out.data);
   int64_t in_offset = 0;
   for (int64_t done = 0; done < total; done += inner) {
-    strided_copy_any(elem, src + static_cast<size_t>(in_offset) * elem, in_stride[rank - 1], inner,
-                     dst + static_cast<size_t>(done) * elem);
+    if (to_f16) {
+      const float* row = x.as<const float>() + in_offset;
+      for (int64_t i = 0; i < inner; ++i) store_float(DType::kF16, out.data, done + i, row[i * in_stride[rank - 1]]);
+    } else {
+      strided_copy_any(elem, src + static_cast<size_t>(in_offset) * elem, in_stride[rank - 1], inner,
+                       dst + static_cast<size_t>(done) * elem);
+    }
     // Advance the odometer over the outer output axes.
     for (int i = rank - 2; i >= 0; --i) {
       in_offset += in_stride[i];

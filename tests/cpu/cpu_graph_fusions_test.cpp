@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,6 +58,25 @@ TEST(CpuGraphFusions, FoldTheHeadTransposesAndTheGatedProduct) {
     EXPECT_EQ(after.counts.count("silu"), 0u);
     EXPECT_EQ(after.counts.count("mul"), 0u);
     EXPECT_EQ(after.counts.at("silu_mul"), 2);
+  }
+}
+
+// With f16 caches, k and v reach the cache through a transpose that writes f16 (k's rope
+// before it, reading the projection's layout): the casts go.
+TEST(CpuGraphFusions, FoldTheCastsToAnF16CacheIntoTheTransposes) {
+  const auto folded = export_small_model(DType::kF32, 5, 40, {}, DType::kF16);
+  const auto plain = export_small_model(DType::kF32, 5, 40, {}, DType::kF16, false);
+  ASSERT_NE(folded, nullptr);
+  ASSERT_NE(plain, nullptr);
+  for (const std::string method : {"prefill", "decode"}) {
+    SCOPED_TRACE(method);
+    const MethodOps before = method_ops(*plain, method), after = method_ops(*folded, method);
+    EXPECT_EQ(before.counts.at("cast"), 4);  // k and v of two layers
+    EXPECT_EQ(after.counts.count("cast"), 0u);
+    EXPECT_EQ(before.counts.at("transpose"), 8);
+    EXPECT_EQ(after.counts.at("transpose"), 4);  // k's and v's, now writing f16
+    EXPECT_EQ(after.tokens_first.at("rope"), 4);  // q's and k's
+    EXPECT_EQ(after.tokens_first.at("attention"), 2);
   }
 }
 
@@ -164,6 +184,32 @@ TEST(OptimizedAttention, TokensFirstLayoutGivesTheBitsOfHeadsFirst) {
           EXPECT_TRUE(same_bytes(out_tokens, want));
         }
     }
+}
+
+// The optimized transpose that writes f16: the bits of the transpose and the cast apart, with
+// values the conversion treats apart (inf, nan, subnormals) and calls split over the pool.
+TEST(OptimizedTranspose, ToF16GivesTheBitsOfTransposeThenCast) {
+  for (const Shape& dims : {Shape{1, 5, 3, 16}, Shape{1, 300, 8, 64}}) {
+    SCOPED_TRACE(dims.to_string());
+    auto values = random_floats(static_cast<size_t>(dims.numel()), 97, -70000.0f, 70000.0f);
+    values[1] = std::numeric_limits<float>::quiet_NaN();
+    values[2] = -std::numeric_limits<float>::infinity();
+    values[3] = 3e-8f;
+    auto x = Tensor::from_floats(DType::kF32, dims, values);
+    const Shape out_dims{dims[0], dims[2], dims[1], dims[3]};
+    const program::Attrs perm{{"perm", std::vector<int64_t>{0, 2, 1, 3}}};
+    for (Isa isa : simd_isas())
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << isa_label(isa) << ", " << threads << " threads");
+        const auto reg = registry(threads, isa);
+        Tensor apart(DType::kF32, out_dims), want(DType::kF16, out_dims), got(DType::kF16, out_dims);
+        ASSERT_TRUE(run(*reg, "transpose", {x.view()}, {apart.view()}, perm).ok());
+        ASSERT_TRUE(run(*reg, "cast", {apart.view()}, {want.view()}, {{"dtype", std::string("f16")}}).ok());
+        const auto status = run(*reg, "transpose", {x.view()}, {got.view()}, perm);
+        ASSERT_TRUE(status.ok()) << status.error().to_string();
+        EXPECT_TRUE(same_bytes(got, want));
+      }
+  }
 }
 
 // The optimized silu_mul: the optimized silu's values times up, bit for bit, in calls short of

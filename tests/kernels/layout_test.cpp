@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/kernel_test_util.h"
 #include "kernels/reference.h"
@@ -60,6 +61,34 @@ TEST(Transpose, OtherDtypesAndRanks) {
   HostTensor hy(DType::kBF16, {7, 1, 5});
   ASSERT_TRUE(run_kernel("transpose", {h.view()}, {hy.view()}, {{"perm", std::vector<int64_t>{2, 0, 1}}}).ok());
   EXPECT_EQ(hy.values(), ref::transpose(h.values(), {1, 5, 7}, {2, 0, 1}));
+}
+
+// f32 to f16 in the copy: each value rounded as cast rounds it.
+TEST(Transpose, F32ToF16IsTheTransposedCast) {
+  auto values = random_floats(120, 94, -70000.0f, 70000.0f);  // some beyond f16's range: inf
+  values[7] = std::numeric_limits<float>::quiet_NaN();
+  values[8] = 1e-9f;  // below f16's smallest subnormal: zero
+  values[9] = 3e-8f;  // rounds to f16's smallest subnormal
+  auto x = HostTensor::from_floats(DType::kF32, {2, 3, 4, 5}, values);
+  HostTensor y(DType::kF16, {2, 4, 3, 5}), y32(DType::kF32, {2, 4, 3, 5}), cast(DType::kF16, {2, 4, 3, 5});
+  const program::Attrs perm{{"perm", std::vector<int64_t>{0, 2, 1, 3}}};
+  ASSERT_TRUE(run_kernel("transpose", {x.view()}, {y.view()}, perm).ok());
+  ASSERT_TRUE(run_kernel("transpose", {x.view()}, {y32.view()}, perm).ok());
+  ASSERT_TRUE(run_kernel("cast", {y32.view()}, {cast.view()}, {{"dtype", std::string("f16")}}).ok());
+  ASSERT_EQ(y.nbytes(), cast.nbytes());
+  EXPECT_EQ(std::memcmp(y.bytes(), cast.bytes(), y.nbytes()), 0);
+  // Within f16's rounding of the reference's values (finite ones in range).
+  const auto got = y.values();
+  const auto want = ref::transpose(x.values(), {2, 3, 4, 5}, {0, 2, 1, 3});
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isfinite(want[i]) && std::fabs(want[i]) < 65504.0) {
+      EXPECT_LE(std::fabs(got[i] - want[i]), std::fabs(want[i]) * 0x1p-11 + 0x1p-25) << i;
+    }
+  }
+  // No other conversion: f32 to bf16 is refused, naming the dtypes.
+  HostTensor bf(DType::kBF16, {2, 4, 3, 5});
+  EXPECT_TRUE(fails_with(run_kernel("transpose", {x.view()}, {bf.view()}, perm), ErrorCode::kInvalidArgument,
+                         {"transpose", "output has dtype bf16"}));
 }
 
 TEST(Transpose, RejectsBadPerm) {

@@ -28,8 +28,9 @@ struct ExportOptions {
   // Run on every method graph before the partitioners' edge transforms.
   std::vector<std::shared_ptr<Pass>> passes;
   // After partitioning, rope and attention left to the CPU read q and write their output in the
-  // projections' [B, T, H, Dh] layout, without the transposes around them (fold_head_transposes:
-  // the same values, two passes over each layer's q-sized activations fewer).
+  // projections' [B, T, H, Dh] layout, without the transposes around them, and the transposes
+  // of k and v to an f16 cache take the cast's pass (fold_head_transposes: the same values,
+  // fewer passes over each layer's activations).
   bool fold_head_transposes = true;
   // After partitioning, a gated MLP's silu(gate) * up left to the CPU becomes one silu_mul
   // (fuse_silu_mul: the same values, one pass over the MLP's activations fewer).

@@ -1,7 +1,8 @@
 // Folds the transposes around attention into rope and attention (their `layout` "bthd",
 // docs/ops.md): the q projection's [B, T, H, Dh] rows go through rope and attention as they
-// are, and attention writes its output in the layout the o projection reads. Two passes over a
-// layer's q-sized activations fewer; every value the same.
+// are, and attention writes its output in the layout the o projection reads. On the way to an
+// f16 cache, k's rope reads the projection's layout too, and the transpose to [B, H, T, Dh]
+// writes f16 itself, taking the cast's pass. Every value the same.
 #pragma once
 
 #include "kestrel/core/result.h"
@@ -11,8 +12,9 @@ namespace kestrel::exporter {
 
 // Rewrites every attention node (not delegated) whose q comes from a transpose of [B, T, H, Dh]
 // to [B, H, T, Dh] (directly or through a rope read by nothing else) and whose output goes only
-// to the transpose back; returns how many it rewrote. Runs after partitioning, so a backend
-// sees the ops it was offered.
+// to the transpose back, then every such transpose (through a rope, or not) whose f32 result
+// only a cast to f16 reads; returns how many nodes it rewrote. Runs after partitioning, so a
+// backend sees the ops it was offered.
 Result<int> fold_head_transposes(Graph& graph);
 
 }  // namespace kestrel::exporter

@@ -209,17 +209,20 @@ Status mul(KernelContext& ctx) {
 
 namespace {
 
-// A permutation that keeps the last axis in place, decoded at load: the copy moves whole rows.
+// A permutation that keeps the last axis in place, decoded at load: the copy moves whole rows
+// (f32 rows to f16 through the SIMD conversion, which rounds as cast does).
 struct TransposeState {
   bool fast = false;
   int rank = 0;
   std::array<int, kMaxRank> perm{};
+  const SimdKernels* simd = nullptr;
 };
 
 }  // namespace
 
-Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void*) {
+Result<PreparedKernel> prepare_transpose(const KernelPrepareContext& ctx, const void* options) {
   auto state = std::make_shared<TransposeState>();
+  state->simd = static_cast<const Config*>(options)->simd;
   if (ctx.inputs.size() == 1 && ctx.attrs.has("perm")) {
     auto perm = ctx.attrs.get_ints("perm");
     const int rank = ctx.inputs[0].shape.rank();
@@ -248,7 +251,9 @@ Status transpose(KernelContext& ctx) {
   const TensorView& x = ctx.inputs[0];
   const TensorView& out = ctx.outputs[0];
   const int rank = x.shape.rank();
-  if (rank != state->rank || out.dtype != x.dtype || out.shape.rank() != rank) return kernels::transpose_kernel(ctx);
+  const bool to_f16 = x.dtype == DType::kF32 && out.dtype == DType::kF16;
+  if (rank != state->rank || (out.dtype != x.dtype && !to_f16) || out.shape.rank() != rank)
+    return kernels::transpose_kernel(ctx);
   for (int i = 0; i < rank; ++i)
     if (out.shape[i] != x.shape[state->perm[static_cast<size_t>(i)]]) return kernels::transpose_kernel(ctx);
   if (!check_tensor(op, "x", x).ok() || !check_tensor(op, "output", out).ok() ||
@@ -263,7 +268,7 @@ Status transpose(KernelContext& ctx) {
   for (int i = 0; i < rank; ++i) in_stride[static_cast<size_t>(i)] = x_strides[state->perm[static_cast<size_t>(i)]];
   const int64_t inner = out.shape[rank - 1];
   const int64_t rows = total / inner;
-  const size_t row_bytes = static_cast<size_t>(inner) * elem;
+  const size_t row_bytes = static_cast<size_t>(inner) * dtype_element_size(out.dtype);
   const auto* src = static_cast<const uint8_t*>(x.data);
   auto* dst = static_cast<uint8_t*>(out.data);
   auto copy_rows = [&](int64_t r0, int64_t r1) {
@@ -276,7 +281,12 @@ Status transpose(KernelContext& ctx) {
       in_offset += counter[static_cast<size_t>(i)] * in_stride[static_cast<size_t>(i)];
     }
     for (int64_t r = r0; r < r1; ++r) {
-      std::memcpy(dst + static_cast<size_t>(r) * row_bytes, src + static_cast<size_t>(in_offset) * elem, row_bytes);
+      if (to_f16) {
+        state->simd->f32_to_f16(reinterpret_cast<const float*>(src) + in_offset,
+                                reinterpret_cast<uint16_t*>(dst) + r * inner, inner);
+      } else {
+        std::memcpy(dst + static_cast<size_t>(r) * row_bytes, src + static_cast<size_t>(in_offset) * elem, row_bytes);
+      }
       for (int i = rank - 2; i >= 0; --i) {
         in_offset += in_stride[static_cast<size_t>(i)];
         if (++counter[static_cast<size_t>(i)] < out.shape[i]) break;

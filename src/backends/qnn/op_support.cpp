@@ -174,6 +174,12 @@ Status check_qnn_node(const exporter::Graph& graph, const exporter::Node& node) 
     const std::string* layout = string_attr(node, "layout");
     if (layout != nullptr && *layout != "bhtd") return unsupported(node, fmt::format("layout '{}'", *layout));
   }
+  if (node.op == "transpose" && !node.inputs.empty() && !node.outputs.empty() &&
+      in(0).dtype != graph.value(node.outputs[0]).dtype) {
+    // The CPU's converting transpose (fold_head_transposes) is not lowered.
+    return unsupported(node, fmt::format("a transpose from {} to {}", dtype_name(in(0).dtype),
+                                         dtype_name(graph.value(node.outputs[0]).dtype)));
+  }
   if (node.op == "rope") {
     const std::string* style = string_attr(node, "style");
     const std::string s = style ? *style : "half";
