@@ -95,11 +95,11 @@ Result<int> fold_cache_casts(Graph& graph) {
     }
     if (before == nullptr || !swaps_heads_and_tokens(*before) || removed.count(before->id) != 0) continue;
     const Node& transpose = *before;
-    const ValueId tokens = transpose.inputs[0], k_new = cast.outputs[0];
+    const ValueId tokens = transpose.inputs[0], narrowed = cast.outputs[0];  // k_new or v_new
     // The transpose now writes the cast's output, in f16; with a rope, the rope takes the
     // transpose's place (reading the projection's layout) and the transpose the rope's.
     Node to_heads = transpose;
-    to_heads.outputs = {k_new};
+    to_heads.outputs = {narrowed};
     if (rope != nullptr) {
       Node tokens_rope = *rope;
       tokens_rope.id = transpose.id;
@@ -114,7 +114,7 @@ Result<int> fold_cache_casts(Graph& graph) {
     } else {
       replaced[transpose.id] = std::move(to_heads);
     }
-    graph.value(k_new).producer = rope != nullptr ? rope->id : transpose.id;
+    graph.value(narrowed).producer = rope != nullptr ? rope->id : transpose.id;
     removed.insert(cast.id);
     ++folded;
   }
