@@ -1,8 +1,8 @@
 #include "kestrel/export/head_layout.h"
 
-#include <set>
-#include <unordered_map>
+#include <optional>
 
+#include "export/graph_rewrite.h"
 #include "kestrel/core/error_helpers.h"
 
 namespace kestrel::exporter {
@@ -25,42 +25,33 @@ bool heads_first(const Node& node) {
   return it == node.attrs.end() || it->second == program::AttrValue{std::string("bhtd")};
 }
 
-// Who reads each value, and which values the graph exposes or another value aliases: a value
-// the rewrite changes must be read by the one node it expects and by nothing else.
-struct Uses {
-  std::vector<std::vector<NodeId>> consumers;
-  std::set<ValueId> exposed;
-
-  explicit Uses(const Graph& graph) : consumers(graph.consumers()) {
-    exposed.insert(graph.outputs().begin(), graph.outputs().end());
-    for (const Value& value : graph.values())
-      if (value.alias_of >= 0) exposed.insert(value.alias_of);
-  }
-  bool only_reader(const Graph& graph, ValueId v, NodeId reader) const {
-    const auto& list = consumers[static_cast<size_t>(v)];
-    return list.size() == 1 && list[0] == reader && exposed.count(v) == 0 && graph.value(v).alias_of < 0;
-  }
+// What makes a value that a [B, H, T, Dh] op reads: a transpose from [B, T, H, Dh], directly
+// or through a default-layout rope, each value read only by the next node (rope may be null).
+struct HeadsChain {
+  Node* rope = nullptr;
+  Node* to_heads = nullptr;
 };
+std::optional<HeadsChain> heads_chain(const Graph& graph, const rewrite::Uses& uses, const rewrite::Nodes& nodes,
+                                      ValueId v) {
+  HeadsChain chain;
+  Node* before = nodes.producer(v);
+  if (before != nullptr && before->op == "rope" && heads_first(*before) && before->outputs.size() == 1) {
+    if (before->inputs.empty() || !uses.only_reader(graph, before->inputs[0], before->id)) return std::nullopt;
+    chain.rope = before;
+    before = nodes.producer(before->inputs[0]);
+  }
+  if (before == nullptr || !swaps_heads_and_tokens(*before)) return std::nullopt;
+  chain.to_heads = before;
+  return chain;
+}
 
-// An attention node with what the rewrite touches: the transpose that makes q (to_heads), the
-// rope between them (or none), and the transpose after attention (from_heads).
+// An attention node with what the rewrite touches: the chain that makes q, and the transpose
+// after attention (from_heads).
 struct Match {
   Node* attention = nullptr;
-  Node* rope = nullptr;
-  const Node* to_heads = nullptr;
+  HeadsChain q;
   const Node* from_heads = nullptr;
 };
-
-// The nodes after `graph.nodes()` minus `removed`, with each `replaced` node in its place.
-void rebuild(Graph& graph, const std::set<NodeId>& removed, std::unordered_map<NodeId, Node>& replaced) {
-  std::vector<Node> nodes;
-  for (Node& node : graph.nodes()) {
-    if (removed.count(node.id) != 0) continue;
-    const auto it = replaced.find(node.id);
-    nodes.push_back(it != replaced.end() ? std::move(it->second) : std::move(node));
-  }
-  graph.nodes() = std::move(nodes);
-}
 
 // A cast of f32 to f16 and nothing else.
 bool narrows_to_f16(const Graph& graph, const Node& node) {
@@ -74,27 +65,17 @@ bool narrows_to_f16(const Graph& graph, const Node& node) {
 // tokens-first layout ->) a transpose that writes f16. The cast's output (k_new or v_new) keeps
 // its name and readers.
 Result<int> fold_cache_casts(Graph& graph) {
-  const Uses uses(graph);
-  std::unordered_map<NodeId, const Node*> by_id;
-  for (const Node& node : graph.nodes()) by_id[node.id] = &node;
-  auto producer = [&](ValueId v) -> const Node* {
-    const auto it = by_id.find(graph.value(v).producer);
-    return it == by_id.end() ? nullptr : it->second;
-  };
+  const rewrite::Uses uses(graph);
+  const rewrite::Nodes nodes(graph);
   std::set<NodeId> removed;
   std::unordered_map<NodeId, Node> replaced;
   int folded = 0;
   for (const Node& cast : graph.nodes()) {
     if (!narrows_to_f16(graph, cast) || !uses.only_reader(graph, cast.inputs[0], cast.id)) continue;
-    const Node* before = producer(cast.inputs[0]);
-    const Node* rope = nullptr;
-    if (before != nullptr && before->op == "rope" && heads_first(*before) && before->outputs.size() == 1 &&
-        !before->inputs.empty() && uses.only_reader(graph, before->inputs[0], before->id)) {
-      rope = before;
-      before = producer(rope->inputs[0]);
-    }
-    if (before == nullptr || !swaps_heads_and_tokens(*before) || removed.count(before->id) != 0) continue;
-    const Node& transpose = *before;
+    const auto chain = heads_chain(graph, uses, nodes, cast.inputs[0]);
+    if (!chain || removed.count(chain->to_heads->id) != 0) continue;
+    const Node* rope = chain->rope;
+    const Node& transpose = *chain->to_heads;
     const ValueId tokens = transpose.inputs[0], narrowed = cast.outputs[0];  // k_new or v_new
     // The transpose now writes the cast's output, in f16; with a rope, the rope takes the
     // transpose's place (reading the projection's layout) and the transpose the rope's.
@@ -119,7 +100,7 @@ Result<int> fold_cache_casts(Graph& graph) {
     ++folded;
   }
   if (folded == 0) return 0;
-  rebuild(graph, removed, replaced);
+  rewrite::rebuild(graph, removed, std::move(replaced));
   KESTREL_RETURN_IF_ERROR(graph.validate());
   return folded;
 }
@@ -127,14 +108,8 @@ Result<int> fold_cache_casts(Graph& graph) {
 }  // namespace
 
 Result<int> fold_head_transposes(Graph& graph) {
-  const Uses uses(graph);
-  std::unordered_map<NodeId, Node*> by_id;
-  for (Node& node : graph.nodes()) by_id[node.id] = &node;
-  auto producer = [&](ValueId v) -> Node* {
-    const auto it = by_id.find(graph.value(v).producer);
-    return it == by_id.end() ? nullptr : it->second;
-  };
-
+  const rewrite::Uses uses(graph);
+  const rewrite::Nodes nodes(graph);
   std::vector<Match> matches;
   for (Node& node : graph.nodes()) {
     if (node.op != "attention" || node.inputs.size() != 4 || node.outputs.size() != 1 || !heads_first(node)) continue;
@@ -143,33 +118,26 @@ Result<int> fold_head_transposes(Graph& graph) {
     const ValueId out = node.outputs[0];
     const auto& readers = uses.consumers[static_cast<size_t>(out)];
     if (readers.size() != 1 || uses.exposed.count(out) != 0 || graph.value(out).alias_of >= 0) continue;
-    m.from_heads = by_id.count(readers[0]) != 0 ? by_id.at(readers[0]) : nullptr;
+    m.from_heads = nodes.find(readers[0]);
     if (m.from_heads == nullptr || !swaps_heads_and_tokens(*m.from_heads)) continue;
-    // The q side: a transpose, or a rope of one, each value read only by the next node.
-    const ValueId q = node.inputs[0];
-    if (!uses.only_reader(graph, q, node.id)) continue;
-    Node* before = producer(q);
-    if (before != nullptr && before->op == "rope" && heads_first(*before) && before->outputs.size() == 1) {
-      if (before->inputs.empty() || !uses.only_reader(graph, before->inputs[0], before->id)) continue;
-      m.rope = before;
-      before = producer(before->inputs[0]);
-    }
-    if (before == nullptr || !swaps_heads_and_tokens(*before)) continue;
-    m.to_heads = before;
+    // The q side: read only by attention, made by a transpose (through its rope).
+    if (!uses.only_reader(graph, node.inputs[0], node.id)) continue;
+    const auto q = heads_chain(graph, uses, nodes, node.inputs[0]);
+    if (!q) continue;
+    m.q = *q;
     matches.push_back(m);
   }
-  if (matches.empty()) return fold_cache_casts(graph);
 
   // Readers of a from_heads output read the attention output instead (now [B, T, H, Dh]).
   std::unordered_map<ValueId, ValueId> renamed;
   std::set<NodeId> removed;
   for (const Match& m : matches) {
-    const ValueId tokens_q = m.to_heads->inputs[0];
+    const ValueId tokens_q = m.q.to_heads->inputs[0];
     const std::vector<int64_t> tokens_shape = graph.value(tokens_q).shape;
-    if (m.rope != nullptr) {
-      m.rope->inputs[0] = tokens_q;
-      m.rope->attrs["layout"] = std::string("bthd");
-      graph.value(m.rope->outputs[0]).shape = tokens_shape;
+    if (m.q.rope != nullptr) {
+      m.q.rope->inputs[0] = tokens_q;
+      m.q.rope->attrs["layout"] = std::string("bthd");
+      graph.value(m.q.rope->outputs[0]).shape = tokens_shape;
     } else {
       m.attention->inputs[0] = tokens_q;
     }
@@ -177,23 +145,21 @@ Result<int> fold_head_transposes(Graph& graph) {
     const ValueId out = m.attention->outputs[0];
     graph.value(out).shape = graph.value(m.from_heads->outputs[0]).shape;
     renamed[m.from_heads->outputs[0]] = out;
-    removed.insert(m.to_heads->id);
+    removed.insert(m.q.to_heads->id);
     removed.insert(m.from_heads->id);
   }
-  auto rename = [&](ValueId& v) {
-    const auto it = renamed.find(v);
-    if (it != renamed.end()) v = it->second;
-  };
-  std::vector<Node> nodes;
-  for (Node& node : graph.nodes()) {
-    if (removed.count(node.id) != 0) continue;
-    for (ValueId& input : node.inputs) rename(input);
-    nodes.push_back(std::move(node));
+  if (!matches.empty()) {
+    auto rename = [&](ValueId& v) {
+      const auto it = renamed.find(v);
+      if (it != renamed.end()) v = it->second;
+    };
+    for (Node& node : graph.nodes())
+      for (ValueId& input : node.inputs) rename(input);
+    for (Value& value : graph.values()) rename(value.alias_of);
+    for (ValueId& output : graph.outputs()) rename(output);
+    rewrite::rebuild(graph, removed);
+    KESTREL_RETURN_IF_ERROR(graph.validate());
   }
-  graph.nodes() = std::move(nodes);
-  for (Value& value : graph.values()) rename(value.alias_of);
-  for (ValueId& output : graph.outputs()) rename(output);
-  KESTREL_RETURN_IF_ERROR(graph.validate());
   KESTREL_ASSIGN_OR_RETURN(const int casts, fold_cache_casts(graph));
   return static_cast<int>(matches.size()) + casts;
 }
