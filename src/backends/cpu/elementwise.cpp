@@ -36,6 +36,17 @@ void split_over_pool(runtime::ThreadPool* pool, int64_t count, int64_t values, F
   parallel_for(pool, threads, [&](int64_t task, int) { fn(count * task / threads, count * (task + 1) / threads); });
 }
 
+// fn(i0, i1) over the n values in pieces of whole 16-value chunks (split_over_pool), never
+// empty: for the element-wise kernels, where each value is computed alone and a split changes
+// no bit.
+template <typename F>
+void split_values_over_pool(runtime::ThreadPool* pool, int64_t n, F&& fn) {
+  split_over_pool(pool, (n + 15) / 16, n, [&](int64_t c0, int64_t c1) {
+    const int64_t i0 = c0 * 16, i1 = std::min(n, c1 * 16);
+    if (i1 > i0) fn(i0, i1);
+  });
+}
+
 struct RmsNormState {
   Config config;
   std::vector<float> weight;  // a constant weight as f32 (empty: converted per call)
@@ -136,19 +147,8 @@ Status silu(KernelContext& ctx) {
   const SimdKernels& simd = *state->config.simd;
   const float* src = x.as<const float>();
   float* dst = out.as<float>();
-  const int64_t n = x.numel();
-  const int threads = pool_threads(ctx.pool);
-  if (n < kParallelValues || threads == 1) {
-    simd.silu(src, dst, n);
-    return ok_status();
-  }
-  // Pieces of whole 16-value chunks; silu is elementwise, so the split changes no bit.
-  const int64_t chunks = (n + 15) / 16;
-  parallel_for(ctx.pool, threads, [&](int64_t task, int) {
-    const int64_t c0 = chunks * task / threads, c1 = chunks * (task + 1) / threads;
-    const int64_t i0 = c0 * 16, i1 = std::min(n, c1 * 16);
-    if (i1 > i0) simd.silu(src + i0, dst + i0, i1 - i0);
-  });
+  split_values_over_pool(ctx.pool, x.numel(),
+                         [&](int64_t i0, int64_t i1) { simd.silu(src + i0, dst + i0, i1 - i0); });
   return ok_status();
 }
 
@@ -157,10 +157,8 @@ Status silu_mul(KernelContext& ctx) {
   if (state == nullptr) return kernels::silu_mul_kernel(ctx);
   KESTREL_ASSIGN_OR_RETURN(const kernels::SiluMulOperands x, kernels::check_silu_mul(ctx));
   const SimdKernels& simd = *state->config.simd;
-  // Pieces of whole 16-value chunks; each value is computed alone, so the split changes no bit.
-  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
-    const int64_t i0 = c0 * 16, i1 = std::min(x.n, c1 * 16);
-    if (i1 > i0) simd.silu_mul(x.gate + i0, x.up + i0, x.out + i0, i1 - i0);
+  split_values_over_pool(ctx.pool, x.n, [&](int64_t i0, int64_t i1) {
+    simd.silu_mul(x.gate + i0, x.up + i0, x.out + i0, i1 - i0);
   });
   return ok_status();
 }
@@ -174,11 +172,8 @@ Status cast(KernelContext& ctx) {
   const auto* src = static_cast<const float*>(x.x);
   auto* dst = static_cast<uint16_t*>(x.out);
   const SimdKernels& simd = *state->config.simd;
-  // Pieces of whole 16-value chunks; each element converts alone, so the split changes no bit.
-  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
-    const int64_t i0 = c0 * 16, i1 = std::min(x.n, c1 * 16);
-    if (i1 > i0) simd.f32_to_f16(src + i0, dst + i0, i1 - i0);
-  });
+  split_values_over_pool(ctx.pool, x.n,
+                         [&](int64_t i0, int64_t i1) { simd.f32_to_f16(src + i0, dst + i0, i1 - i0); });
   return ok_status();
 }
 
@@ -189,9 +184,7 @@ namespace {
 template <typename F>
 Status binary(std::string_view op, KernelContext& ctx, F f) {
   KESTREL_ASSIGN_OR_RETURN(const kernels::BinaryOperands x, kernels::check_binary(op, ctx));
-  split_over_pool(ctx.pool, (x.n + 15) / 16, x.n, [&](int64_t c0, int64_t c1) {
-    kernels::apply_binary(x, c0 * 16, std::min(x.n, c1 * 16), f);
-  });
+  split_values_over_pool(ctx.pool, x.n, [&](int64_t i0, int64_t i1) { kernels::apply_binary(x, i0, i1, f); });
   return ok_status();
 }
 
