@@ -1,7 +1,5 @@
 #include "backends/cpu/packed_matrix.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -12,8 +10,6 @@
 namespace kestrel::cpu::detail {
 
 namespace {
-
-constexpr size_t kHugePage = runtime::kHugePageBytes;  // the arena's alignment and rounding
 
 // Source element k of row n, as the packed formats store it, for panel p (its first step at
 // dst, its steps layout.step_stride() apart).
@@ -93,29 +89,18 @@ PackedLayout packed_layout(DType dtype, int64_t N, int64_t K) {
 
 Result<std::shared_ptr<PackedArena>> PackedArena::reserve(size_t capacity) {
   std::shared_ptr<PackedArena> arena(new PackedArena());
-  // Rounded to whole huge pages and aligned to one, so the kernel can back it with them.
-  arena->mapping_bytes_ = (capacity + 2 * kHugePage - 1) / kHugePage * kHugePage;
-  void* mapping = ::mmap(nullptr, arena->mapping_bytes_, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mapping == MAP_FAILED)
-    return make_error(ErrorCode::kIo, "cannot reserve {} bytes for repacked weights", arena->mapping_bytes_);
-  arena->mapping_ = mapping;
-  arena->base_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) / kHugePage * kHugePage);
-  arena->capacity_ = arena->mapping_bytes_ - kHugePage;
-  ::madvise(arena->base_, arena->capacity_, MADV_HUGEPAGE);  // a hint: failure is harmless
+  auto region = runtime::HugePageRegion::map(capacity);
+  if (!region.ok()) return region.error().with_context("reserving memory for repacked weights");
+  arena->memory_ = std::move(*region);
   return arena;
-}
-
-PackedArena::~PackedArena() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
 }
 
 uint8_t* PackedArena::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t start = (used_ + 63) / 64 * 64;
-  if (start > capacity_ || bytes > capacity_ - start) return nullptr;
+  if (start > memory_.capacity() || bytes > memory_.capacity() - start) return nullptr;
   used_ = start + bytes;
-  return base_ + start;
+  return memory_.base() + start;
 }
 
 Result<std::shared_ptr<const PackedMatrix>> PackedMatrix::pack(DType dtype, const void* weights, int64_t N, int64_t K,

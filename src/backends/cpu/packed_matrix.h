@@ -32,6 +32,7 @@
 
 #include "kestrel/core/dtype.h"
 #include "kestrel/core/result.h"
+#include "kestrel/runtime/heap_allocator.h"
 #include "kestrel/runtime/kernel.h"
 
 namespace kestrel::cpu::detail {
@@ -75,7 +76,6 @@ class PackedArena {
  public:
   // Reserves `capacity` bytes of address space (nothing is committed until written).
   static Result<std::shared_ptr<PackedArena>> reserve(size_t capacity);
-  ~PackedArena();
   PackedArena(const PackedArena&) = delete;
   PackedArena& operator=(const PackedArena&) = delete;
   // `bytes` at a 64-byte boundary, or null when the reserve is exhausted.
@@ -83,10 +83,8 @@ class PackedArena {
 
  private:
   PackedArena() = default;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
-  uint8_t* base_ = nullptr;
-  size_t capacity_ = 0, used_ = 0;
+  runtime::HugePageRegion memory_;
+  size_t used_ = 0;
   std::mutex mutex_;
 };
 
