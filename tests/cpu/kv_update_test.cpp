@@ -50,31 +50,41 @@ TEST_P(KvCacheUpdateOfCaches, TheExporterDeclaresInPlaceUpdatesAndTheRunnerCopie
   CpuKernelOptions options;
   options.threads = 2;
   const auto kernels = optimized_kernel_registry(options);
-  auto in_place = load_io(load_program_spec(spec), kernels);
-  auto copying = load_io(load_program_spec(without_key), kernels);
-  ASSERT_NE(in_place, nullptr);
-  ASSERT_NE(copying, nullptr);
-  EXPECT_TRUE(in_place->config().cache_updated_in_place);
-  EXPECT_FALSE(copying->config().cache_updated_in_place);
+  // The prompt's two tail tokens through decode calls, or through one window of the prefill
+  // method over positions 2-5 (which the copying runner writes back too).
+  for (auto policy : {llm::TailPolicy::kDecode, llm::TailPolicy::kOverlap}) {
+    const bool window = policy == llm::TailPolicy::kOverlap;
+    SCOPED_TRACE(window ? "tail in a prefill window" : "tail through decode");
+    auto in_place = load_io(load_program_spec(spec), kernels);
+    auto copying = load_io(load_program_spec(without_key), kernels);
+    ASSERT_NE(in_place, nullptr);
+    ASSERT_NE(copying, nullptr);
+    EXPECT_TRUE(in_place->config().cache_updated_in_place);
+    EXPECT_FALSE(copying->config().cache_updated_in_place);
+    in_place->set_tail_policy(policy);
+    copying->set_tail_policy(policy);
 
-  const std::vector<int64_t> prompt{1, 7, 19, 44, 3, 150};  // one prefill chunk, two decode steps
-  const int steps = 5;
-  const auto a = generate(*in_place, prompt, steps);
-  const auto b = generate(*copying, prompt, steps);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0) << "step " << i;
+    const std::vector<int64_t> prompt{1, 7, 19, 44, 3, 150};  // one prefill chunk, a tail of two
+    const int steps = 5;
+    const auto a = generate(*in_place, prompt, steps);
+    const auto b = generate(*copying, prompt, steps);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)), 0) << "step " << i;
 
-  // Counted at the copy: every layer's k and v slice, H rows of Dh elements per token.
-  const int64_t per_token = 2 * kLayers * kKvHeads * kHeadDim * static_cast<int64_t>(dtype_element_size(cache_dtype));
-  const llm::IoStats copied = copying->io_stats();
-  EXPECT_EQ(copied.decode_calls, 2 + steps);
-  EXPECT_EQ(copied.decode_cache_bytes_copied, copied.decode_calls * per_token);
-  EXPECT_EQ(copied.prefill_cache_bytes_copied, copied.prefill_calls * 4 * per_token);
-  const llm::IoStats none = in_place->io_stats();
-  EXPECT_EQ(none.decode_calls, 2 + steps);
-  EXPECT_EQ(none.decode_cache_bytes_copied, 0);
-  EXPECT_EQ(none.prefill_cache_bytes_copied, 0);
+    // Counted at the copy: every layer's k and v slice, H rows of Dh elements per token.
+    const int64_t per_token =
+        2 * kLayers * kKvHeads * kHeadDim * static_cast<int64_t>(dtype_element_size(cache_dtype));
+    const llm::IoStats copied = copying->io_stats();
+    EXPECT_EQ(copied.prefill_calls, window ? 2 : 1);
+    EXPECT_EQ(copied.decode_calls, (window ? 0 : 2) + steps);
+    EXPECT_EQ(copied.decode_cache_bytes_copied, copied.decode_calls * per_token);
+    EXPECT_EQ(copied.prefill_cache_bytes_copied, copied.prefill_calls * 4 * per_token);
+    const llm::IoStats none = in_place->io_stats();
+    EXPECT_EQ(none.decode_calls, copied.decode_calls);
+    EXPECT_EQ(none.decode_cache_bytes_copied, 0);
+    EXPECT_EQ(none.prefill_cache_bytes_copied, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheDtypes, KvCacheUpdateOfCaches, ::testing::Values(DType::kF32, DType::kF16),

@@ -13,6 +13,7 @@
 #include "cpu/model_fixture.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
 #include "kestrel/kernels/portable.h"
+#include "kestrel/program/io_contract.h"
 
 namespace kestrel::cpu::testing {
 namespace {
@@ -87,6 +88,62 @@ TEST(Routing, LogitsAreBitIdenticalInPrefillChunksDecodeStepsAndOverlappingTails
       if (first_isa.empty()) first_isa = reference;
       for (size_t p = 0; p < kPrompt.size(); ++p) EXPECT_TRUE(same_bits(reference[p], first_isa[p])) << "position " << p;
     }
+  }
+}
+
+// A prompt shorter than the prefill step, at the start of a session, runs as one prefill
+// window whose first rows fill slots past the prompt: the prompt's last token gets the bits of
+// the decode route, and so does every token after it (each overwrites its slot before any
+// query reads it), whether the program updates its caches in place or the runner copies.
+TEST(Routing, AShortFirstPromptRunsAsOnePrefillWindowWithTheBitsOfDecodeSteps) {
+  for (DType cache_dtype : {DType::kF32, DType::kF16}) {
+    SCOPED_TRACE(dtype_name(cache_dtype));
+    auto spec = small_model_spec(DType::kQ8, kStep, kContext, {}, cache_dtype);
+    auto copying_spec = spec;
+    copying_spec.metadata.erase(contract::hf_static::kCacheUpdate);
+    for (const auto* which : {&spec, &copying_spec}) {
+      SCOPED_TRACE(which == &spec ? "updated in place" : "copied by the runner");
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads");
+        auto io = load_io(load_program_spec(*which), registry(threads, best_supported_isa()));
+        ASSERT_NE(io, nullptr);
+        io->set_tail_policy(llm::TailPolicy::kDecode);
+        const auto reference = decode_route(*io);
+        ASSERT_EQ(reference.size(), kPrompt.size());
+        io->set_tail_policy(llm::TailPolicy::kWindow);
+        for (int64_t n = 2; n < kStep; ++n) {
+          SCOPED_TRACE(::testing::Message() << "prompt of " << n);
+          io->reset();
+          const int64_t prefills = io->prefill_calls(), decodes = io->decode_calls();
+          auto window = io->forward(std::span<const int64_t>(kPrompt.data(), n), 0);
+          ASSERT_TRUE(window.ok()) << window.error().to_string();
+          EXPECT_EQ(io->prefill_calls(), prefills + 1);
+          EXPECT_EQ(io->decode_calls(), decodes);
+          EXPECT_TRUE(same_bits(copy(*window), reference[n - 1]));
+          // Past the window's filler slots and beyond, one token at a time.
+          for (int64_t p = n; p < kStep + 3; ++p) {
+            auto next = io->forward(std::span<const int64_t>(&kPrompt[p], 1), p);
+            ASSERT_TRUE(next.ok());
+            EXPECT_TRUE(same_bits(copy(*next), reference[p])) << "position " << p;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Before a session has timed its calls, a prefill call of T steps counts as T / 16 decode
+// calls: with T = 32, a first prompt of 2 tokens goes through decode, one of 3 through a
+// window. Once both are timed, the measured costs decide.
+TEST(Routing, AnUntimedSessionTakesTheWindowForTailsAboveASixteenthOfTheStep) {
+  const auto program = load_program_spec(small_model_spec(DType::kF32, 32, 64));
+  for (int64_t n : {2, 3}) {
+    SCOPED_TRACE(::testing::Message() << "prompt of " << n);
+    auto io = load_io(program, registry(1, best_supported_isa()));
+    ASSERT_NE(io, nullptr);
+    ASSERT_TRUE(io->forward(std::span<const int64_t>(kPrompt.data(), n), 0).ok());
+    EXPECT_EQ(io->prefill_calls(), n * llm::kUntimedPrefillStepsPerDecodeCall > 32 ? 1 : 0);
+    EXPECT_EQ(io->decode_calls(), n * llm::kUntimedPrefillStepsPerDecodeCall > 32 ? 0 : n);
   }
 }
 

@@ -51,10 +51,16 @@ Status validate_hf_static_method(const runtime::Method& method, const HfStaticCo
 // How the prompt tail (fewer tokens than the smallest prefill step) is run.
 enum class TailPolicy {
   kDecode,   // one decode call per token
-  kOverlap,  // one call of the smallest prefill method over the last positions, recomputing the
-             // earlier ones (identical results), when it is measured to be cheaper than the
-             // decode calls
+  kOverlap,  // one call of the smallest prefill method whose rows end with the tail: the earlier
+             // rows recompute positions already in the cache (identical results) or, for a
+             // prompt shorter than the step, fill slots past it that later tokens overwrite;
+             // when it is cheaper than the decode calls (measured, or before anything is timed,
+             // estimated: kUntimedPrefillStepsPerDecodeCall)
+  kWindow,   // that window for every tail of two tokens or more, whatever it costs
 };
+// Before a session has timed its calls, a prefill call of T steps is taken to cost as much as
+// T / 16 decode calls (hf_static_io_manager.cpp says what was measured).
+inline constexpr int64_t kUntimedPrefillStepsPerDecodeCall = 16;
 
 class HfStaticIOManager final : public IOManager {
  public:
@@ -90,8 +96,15 @@ class HfStaticIOManager final : public IOManager {
   Result<MethodIo> prepare(const std::string& name, int64_t step);
   // Runs one call on `io` over positions [first, first + io.step) and writes the new cache slices.
   Status run(MethodIo& io, int64_t first);
+  // Runs one call on `io` whose last row is position end - 1: rows for the positions before it
+  // as far back as there are any, and before those, rows for slots end, end + 1, ... (a prompt
+  // shorter than io.step) holding a filler token.
+  Status run_window(MethodIo& io, int64_t end);
+  // Executes `io` with its tokens and positions filled, checks its logits, writes the new cache
+  // slices at their positions (unless the program did) and times the call.
+  Status execute(MethodIo& io);
   // Whether one call of the smallest prefill method is expected to beat `tail` decode calls.
-  bool overlap_is_cheaper(int64_t tail) const;
+  bool window_is_cheaper(int64_t tail) const;
 
   std::shared_ptr<const runtime::Program> program_;
   std::unique_ptr<IoBuffers> buffers_;  // declared after program_: freed before it
