@@ -2,8 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -24,6 +27,8 @@ namespace kestrel::runtime {
 
 Result<HugePageRegion> HugePageRegion::map(size_t bytes) {
   HugePageRegion region;
+  if (bytes > std::numeric_limits<size_t>::max() / 2)
+    return make_error(ErrorCode::kCapacity, "cannot map {} bytes of memory", bytes);
   // One huge page more than asked, so that a whole number of them starts on a boundary.
   const size_t pages = (bytes + kHugePageBytes - 1) / kHugePageBytes;
   region.mapping_bytes_ = (pages + 1) * kHugePageBytes;
@@ -70,13 +75,18 @@ class BufferPool {
 
   void* allocate(size_t bytes, size_t alignment) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const size_t needed = bytes + alignment + kRedZone;
+    if (bytes > std::numeric_limits<size_t>::max() / 2) return nullptr;  // no mapping holds it
     if (regions_.empty() || !fits(regions_.back(), bytes, alignment)) {
-      auto mapped = HugePageRegion::map(std::max(kRegionBytes, needed));
+      auto mapped = HugePageRegion::map(std::max(kRegionBytes, bytes + alignment + kRedZone));
       if (!mapped.ok()) return nullptr;
       KESTREL_POISON(mapped->base(), mapped->capacity());
       regions_.emplace_back();
       regions_.back().memory = std::move(*mapped);
+      if (!fits(regions_.back(), bytes, alignment)) {  // cannot happen; never hand out past the end
+        KESTREL_UNPOISON(regions_.back().memory.base(), regions_.back().memory.capacity());
+        regions_.pop_back();
+        return nullptr;
+      }
     }
     Region& region = regions_.back();
     const size_t start = (region.used + alignment - 1) / alignment * alignment;
@@ -158,6 +168,7 @@ void* aligned_heap_allocate(size_t bytes, size_t alignment) {
     void* buffer = BufferPool::instance().allocate(bytes, alignment);
     if (buffer != nullptr) return buffer;  // fresh memory: zero already
   }
+  if (bytes > std::numeric_limits<size_t>::max() - alignment) return nullptr;  // rounding up would wrap
   const size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   void* buffer = std::aligned_alloc(alignment, rounded);
   if (buffer == nullptr) return nullptr;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -119,6 +120,16 @@ TEST(HeapAllocator, RegionsLargerThanTheDefaultServeLargeBuffers) {
   EXPECT_EQ(buffer[bytes - 1], 0);
   buffer[bytes - 1] = 1;
   aligned_heap_free(buffer);
+}
+
+TEST(HeapAllocator, ImpossibleSizesAreRefusedNotWrapped) {
+  const PooledBufferStats before = pooled_buffer_stats();
+  for (size_t bytes : {std::numeric_limits<size_t>::max(), std::numeric_limits<size_t>::max() - 100,
+                       std::numeric_limits<size_t>::max() / 2 + 1}) {
+    EXPECT_EQ(aligned_heap_allocate(bytes, 64), nullptr) << bytes;
+    EXPECT_FALSE(HugePageRegion::map(bytes).ok()) << bytes;
+  }
+  EXPECT_EQ(pooled_buffer_stats().regions, before.regions);
 }
 
 TEST(HeapAllocator, FreeOfNullIsANoOp) { aligned_heap_free(nullptr); }
