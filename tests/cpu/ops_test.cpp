@@ -464,9 +464,10 @@ TEST(OptimizedBinary, AddAndMulMatchTheReferenceExactly) {
   EXPECT_NE(optimized.error().message().find("neither a's shape"), std::string::npos) << optimized.error().message();
 }
 
-// rope split over the pool: the float64 rotation (within f32 rounding of its two products and
-// one sum), the portable kernel's bits for every thread count, in place, with f32 and f16
-// tables, both pair layouts and a partial rotary dim; and the portable kernel's errors.
+// rope split over the pool (the half style through the SIMD rows): the float64 rotation
+// (within f32 rounding of its two products and one sum), the portable kernel's bits on every
+// instruction set and thread count, in place, with f32 and f16 tables, both pair layouts and
+// partial rotary dims (one of them leaving part of a vector); and the portable kernel's errors.
 TEST(OptimizedRope, MatchesTheReferenceAndThePortableBitsOnAnyThreadCount) {
   const int64_t B = 1, H = 12, T = 64, Dh = 64, P = 300;
   std::vector<int64_t> positions(T);
@@ -475,7 +476,7 @@ TEST(OptimizedRope, MatchesTheReferenceAndThePortableBitsOnAnyThreadCount) {
   const auto xv = random_floats(static_cast<size_t>(B * H * T * Dh), 41, -2, 2);
   auto x = Tensor::from_floats(DType::kF32, {B, H, T, Dh}, xv);
   for (const std::string style : {"half", "interleaved"}) {
-    for (int64_t rotary : {Dh, int64_t{32}}) {
+    for (int64_t rotary : {Dh, int64_t{32}, int64_t{36}}) {  // 18 pairs: a vector and a part
       for (DType table_dtype : {DType::kF32, DType::kF16}) {
         SCOPED_TRACE(style + " rotary " + std::to_string(rotary) + " " + std::string(dtype_name(table_dtype)));
         const int64_t half = rotary / 2;
@@ -499,16 +500,20 @@ TEST(OptimizedRope, MatchesTheReferenceAndThePortableBitsOnAnyThreadCount) {
         const program::Attrs attrs{{"style", style}, {"rotary_dim", rotary}};
         Tensor expected(DType::kF32, x.shape());
         ASSERT_TRUE(run(portable(), "rope", {x.view(), pos.view(), cos.view(), sin.view()}, {expected.view()}, attrs).ok());
-        for (int threads : {1, 2, 3}) {
-          Tensor got(DType::kF32, x.shape());
-          ASSERT_TRUE(run(*registry(threads), "rope", {x.view(), pos.view(), cos.view(), sin.view()}, {got.view()}, attrs).ok());
-          std::vector<double> g(got.values());
-          EXPECT_TRUE(all_close(g, want, 1e-6)) << threads << " threads";
-          EXPECT_TRUE(same_bytes(got, expected)) << threads << " threads";
-          Tensor inplace = x;
-          ASSERT_TRUE(run(*registry(threads), "rope", {inplace.view(), pos.view(), cos.view(), sin.view()},
-                          {inplace.view()}, attrs).ok());
-          EXPECT_TRUE(same_bytes(inplace, expected)) << threads << " threads, in place";
+        for (Isa isa : simd_isas()) {
+          SCOPED_TRACE(isa_label(isa));
+          for (int threads : {1, 2, 3}) {
+            Tensor got(DType::kF32, x.shape());
+            ASSERT_TRUE(run(*registry(threads, isa), "rope", {x.view(), pos.view(), cos.view(), sin.view()},
+                            {got.view()}, attrs).ok());
+            std::vector<double> g(got.values());
+            EXPECT_TRUE(all_close(g, want, 1e-6)) << threads << " threads";
+            EXPECT_TRUE(same_bytes(got, expected)) << threads << " threads";
+            Tensor inplace = x;
+            ASSERT_TRUE(run(*registry(threads, isa), "rope", {inplace.view(), pos.view(), cos.view(), sin.view()},
+                            {inplace.view()}, attrs).ok());
+            EXPECT_TRUE(same_bytes(inplace, expected)) << threads << " threads, in place";
+          }
         }
       }
     }

@@ -42,8 +42,8 @@ Status transpose(KernelContext& ctx);
 // cast: f32 -> f16 with the SIMD conversion (the KV-cache writes of f16-cache programs), split
 // over the pool; every other cast runs the portable kernel.
 Status cast(KernelContext& ctx);
-// rope and index_copy: the portable kernels' checks and arithmetic, split over the pool.
-Result<PreparedKernel> prepare_rope(const KernelPrepareContext& ctx, const void* config);
+// rope (the SIMD rows for the half style, the portable ones otherwise) and index_copy: the
+// portable kernels' checks and arithmetic, split over the pool.
 Status rope(KernelContext& ctx);
 Result<PreparedKernel> prepare_index_copy(const KernelPrepareContext& ctx, const void* config);
 Status index_copy(KernelContext& ctx);

@@ -292,11 +292,12 @@ Status transpose(KernelContext& ctx) {
   return ok_status();
 }
 
-Result<PreparedKernel> prepare_rope(const KernelPrepareContext&, const void*) { return PreparedKernel{}; }
-
 Status rope(KernelContext& ctx) {
   KESTREL_ASSIGN_OR_RETURN(const kernels::RopeOperands r, kernels::check_rope(ctx));
-  split_over_pool(ctx.pool, r.rows, r.rows * r.Dh, [&](int64_t r0, int64_t r1) { kernels::apply_rope(r, r0, r1); });
+  const auto* state = static_cast<const ConfigState*>(ctx.state);
+  // The interleaved style (llama2.c checkpoints) keeps the portable rows.
+  auto rows = state != nullptr && !r.interleaved ? state->config.simd->rope_half_rows : &kernels::apply_rope;
+  split_over_pool(ctx.pool, r.rows, r.rows * r.Dh, [&](int64_t r0, int64_t r1) { rows(r, r0, r1); });
   return ok_status();
 }
 

@@ -14,6 +14,7 @@
 #include <numeric>
 
 #include "backends/cpu/packed_matrix.h"
+#include "kernels/ops.h"
 #include "kestrel/backends/cpu/cpu_kernels.h"
 
 namespace kestrel::cpu::detail {
@@ -96,6 +97,8 @@ struct SimdKernels {
   void (*silu)(const float* x, float* y, int64_t n);
   // y = silu(gate) * up, silu's bits times up; y may be gate or up.
   void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
+  // rope, half style, rows [row0, row1): the portable kernel's bits.
+  void (*rope_half_rows)(const kernels::RopeOperands& r, int64_t row0, int64_t row1);
   // f32 -> f16 bits, rounding to nearest even, bit for bit as the core's f32_to_f16.
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
   // How linear_panels reads packed q8 weights: biased (w + 128, for vpdpbusd, with the
