@@ -25,10 +25,14 @@
 
 namespace kestrel::runtime {
 
+namespace {
+// Half the address space: no request above it can be served, and every rounding below it fits.
+constexpr size_t kLargestAllocation = std::numeric_limits<size_t>::max() / 2;
+}  // namespace
+
 Result<HugePageRegion> HugePageRegion::map(size_t bytes) {
   HugePageRegion region;
-  if (bytes > std::numeric_limits<size_t>::max() / 2)
-    return make_error(ErrorCode::kCapacity, "cannot map {} bytes of memory", bytes);
+  if (bytes > kLargestAllocation) return make_error(ErrorCode::kCapacity, "cannot map {} bytes of memory", bytes);
   // One huge page more than asked, so that a whole number of them starts on a boundary.
   const size_t pages = (bytes + kHugePageBytes - 1) / kHugePageBytes;
   region.mapping_bytes_ = (pages + 1) * kHugePageBytes;
@@ -75,7 +79,7 @@ class BufferPool {
 
   void* allocate(size_t bytes, size_t alignment) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (bytes > std::numeric_limits<size_t>::max() / 2) return nullptr;  // no mapping holds it
+    if (bytes > kLargestAllocation) return nullptr;  // no mapping holds it
     if (regions_.empty() || !fits(regions_.back(), bytes, alignment)) {
       auto mapped = HugePageRegion::map(std::max(kRegionBytes, bytes + alignment + kRedZone));
       if (!mapped.ok()) return nullptr;
@@ -168,7 +172,9 @@ void* aligned_heap_allocate(size_t bytes, size_t alignment) {
     void* buffer = BufferPool::instance().allocate(bytes, alignment);
     if (buffer != nullptr) return buffer;  // fresh memory: zero already
   }
-  if (bytes > std::numeric_limits<size_t>::max() - alignment) return nullptr;  // rounding up would wrap
+  // Nothing near the size of the address space can be served (and rounding it up could wrap):
+  // refused here, as the pool does, rather than asked of the C heap.
+  if (bytes > kLargestAllocation) return nullptr;
   const size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   void* buffer = std::aligned_alloc(alignment, rounded);
   if (buffer == nullptr) return nullptr;
