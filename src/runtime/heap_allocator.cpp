@@ -77,25 +77,20 @@ class BufferPool {
     return *pool;
   }
 
+  // `bytes` at most kLargestAllocation (the caller checks), `alignment` at most a huge page.
   void* allocate(size_t bytes, size_t alignment) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (bytes > kLargestAllocation) return nullptr;  // no mapping holds it
     if (regions_.empty() || !fits(regions_.back(), bytes, alignment)) {
-      auto mapped = HugePageRegion::map(std::max(kRegionBytes, bytes + alignment + kRedZone));
+      // A fresh region starts on a huge page, so this buffer fits it from its start.
+      auto mapped = HugePageRegion::map(std::max(kRegionBytes, bytes + kRedZone));
       if (!mapped.ok()) return nullptr;
       KESTREL_POISON(mapped->base(), mapped->capacity());
       regions_.emplace_back();
       regions_.back().memory = std::move(*mapped);
-      if (!fits(regions_.back(), bytes, alignment)) {  // cannot happen; never hand out past the end
-        KESTREL_UNPOISON(regions_.back().memory.base(), regions_.back().memory.capacity());
-        regions_.pop_back();
-        return nullptr;
-      }
     }
     Region& region = regions_.back();
     const size_t start = (region.used + alignment - 1) / alignment * alignment;
     region.used = start + bytes + kRedZone;
-    ++region.live;
     uint8_t* buffer = region.memory.base() + start;
     region.sizes.emplace(buffer, bytes);
     KESTREL_UNPOISON(buffer, bytes);
@@ -107,7 +102,11 @@ class BufferPool {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = regions_.begin(); it != regions_.end(); ++it) {
       if (!it->memory.contains(buffer)) continue;
-      if (--it->live == 0) {
+      const auto size = it->sizes.find(buffer);
+      if (size == it->sizes.end()) return false;  // not a buffer the pool handed out
+      const size_t bytes = size->second;
+      it->sizes.erase(size);
+      if (it->sizes.empty()) {
         // Unmapped (a later buffer gets a new region), with no poison left on addresses the
         // system may hand out again.
         KESTREL_UNPOISON(it->memory.base(), it->memory.capacity());
@@ -116,15 +115,11 @@ class BufferPool {
       }
       // The huge pages wholly inside the buffer go back to the system now (its addresses are
       // never handed out again), not when the region's last buffer goes.
-      const auto size = it->sizes.find(buffer);
-      if (size != it->sizes.end()) {
-        const auto begin = reinterpret_cast<uintptr_t>(buffer), end = begin + size->second;
-        const uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-        const uintptr_t last = end / kHugePageBytes * kHugePageBytes;
-        if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-        KESTREL_POISON(buffer, size->second);
-        it->sizes.erase(size);
-      }
+      const auto begin = reinterpret_cast<uintptr_t>(buffer), end = begin + bytes;
+      const uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+      const uintptr_t last = end / kHugePageBytes * kHugePageBytes;
+      if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+      KESTREL_POISON(buffer, bytes);
       return true;
     }
     return false;
@@ -135,7 +130,7 @@ class BufferPool {
     PooledBufferStats stats;
     for (const Region& region : regions_) {
       ++stats.regions;
-      stats.live_buffers += region.live;
+      stats.live_buffers += region.sizes.size();
       stats.mapped_bytes += region.memory.capacity();
     }
     return stats;
@@ -152,7 +147,7 @@ class BufferPool {
 #endif
   struct Region {
     HugePageRegion memory;
-    size_t used = 0, live = 0;
+    size_t used = 0;
     std::unordered_map<const void*, size_t> sizes;  // of the live buffers
   };
   static bool fits(const Region& region, size_t bytes, size_t alignment) {
@@ -168,13 +163,13 @@ class BufferPool {
 
 void* aligned_heap_allocate(size_t bytes, size_t alignment) {
   if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
+  // Nothing near the size of the address space can be served (and rounding it up could wrap):
+  // refused here rather than asked of the pool or the C heap.
+  if (bytes > kLargestAllocation) return nullptr;
   if (bytes >= kPooledBufferBytes && alignment <= kHugePageBytes) {
     void* buffer = BufferPool::instance().allocate(bytes, alignment);
     if (buffer != nullptr) return buffer;  // fresh memory: zero already
   }
-  // Nothing near the size of the address space can be served (and rounding it up could wrap):
-  // refused here, as the pool does, rather than asked of the C heap.
-  if (bytes > kLargestAllocation) return nullptr;
   const size_t rounded = bytes == 0 ? alignment : (bytes + alignment - 1) / alignment * alignment;
   void* buffer = std::aligned_alloc(alignment, rounded);
   if (buffer == nullptr) return nullptr;
