@@ -245,15 +245,7 @@ Result<HfStaticIOManager::MethodIo> HfStaticIOManager::prepare(const std::string
   return io;
 }
 
-Status HfStaticIOManager::run(MethodIo& io, int64_t first) {
-  for (int64_t t = 0; t < io.step; ++t) {
-    io.tokens[t] = history_[first + t];
-    io.positions[t] = first + t;
-  }
-  return execute(io);
-}
-
-Status HfStaticIOManager::run_window(MethodIo& io, int64_t end) {
+Status HfStaticIOManager::run_to(MethodIo& io, int64_t end) {
   // Rows past the prompt first (slots end, end + 1, ...), then the positions up to `end`.
   const int64_t past = std::max<int64_t>(0, io.step - end), first = end - (io.step - past);
   for (int64_t t = 0; t < io.step; ++t) {
@@ -335,12 +327,12 @@ Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_
     auto fits = std::find_if(prefills_.rbegin(), prefills_.rend(),
                              [&](const MethodIo& io) { return io.step <= left && io.step > 1; });
     if (fits == prefills_.rend()) break;
-    KESTREL_RETURN_IF_ERROR(run(*fits, position));
     position += fits->step;
+    KESTREL_RETURN_IF_ERROR(run_to(*fits, position));
     last_logits = last_row(*fits, config_.vocab_size);
   }
   // The tail: decode calls, or one window of the smallest prefill method ending at the last
-  // token (run_window). Its other rows recompute positions already in the cache, which gives
+  // token (run_to). Its other rows recompute positions already in the cache, which gives
   // the same slices, or (a prompt shorter than the window) fill slots past the prompt, which
   // the following tokens overwrite before any query reads them: a query reads the slots up to
   // its own position only. Either way the tail's logits are the same.
@@ -350,12 +342,12 @@ Result<std::span<const float>> HfStaticIOManager::forward(std::span<const int64_
                       (tail_policy_ == TailPolicy::kWindow ||
                        (tail_policy_ == TailPolicy::kOverlap && window_is_cheaper(tail)));
   if (window) {
-    KESTREL_RETURN_IF_ERROR(run_window(smallest, start + n));
+    KESTREL_RETURN_IF_ERROR(run_to(smallest, start + n));
     position = start + n;
     last_logits = last_row(smallest, config_.vocab_size);
   }
   for (; position < start + n; ++position) {
-    KESTREL_RETURN_IF_ERROR(run(decode_, position));
+    KESTREL_RETURN_IF_ERROR(run_to(decode_, position + 1));
     last_logits = last_row(decode_, config_.vocab_size);
   }
   return std::span<const float>(last_logits, static_cast<size_t>(config_.vocab_size));

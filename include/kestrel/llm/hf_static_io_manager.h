@@ -94,12 +94,11 @@ class HfStaticIOManager final : public IOManager {
     int64_t bytes_copied = 0;  // into the caches, counted as copied
   };
   Result<MethodIo> prepare(const std::string& name, int64_t step);
-  // Runs one call on `io` over positions [first, first + io.step) and writes the new cache slices.
-  Status run(MethodIo& io, int64_t first);
   // Runs one call on `io` whose last row is position end - 1: rows for the positions before it
-  // as far back as there are any, and before those, rows for slots end, end + 1, ... (a prompt
+  // as far back as io.step reaches (a chunk or a decode step: exactly [end - io.step, end)),
+  // and where there are fewer than that, first rows for slots end, end + 1, ... (a prompt
   // shorter than io.step) holding a filler token.
-  Status run_window(MethodIo& io, int64_t end);
+  Status run_to(MethodIo& io, int64_t end);
   // Executes `io` with its tokens and positions filled, checks its logits, writes the new cache
   // slices at their positions (unless the program did) and times the call.
   Status execute(MethodIo& io);
