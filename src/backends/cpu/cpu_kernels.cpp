@@ -22,6 +22,20 @@
 
 namespace kestrel::cpu {
 
+// Units a build left out (CMake's KESTREL_SIMD_UNITS): their tables do not exist.
+#ifndef KESTREL_WITHOUT_UNIT_AVX_VNNI
+#define KESTREL_WITHOUT_UNIT_AVX_VNNI 0
+#endif
+#ifndef KESTREL_WITHOUT_UNIT_AVX512
+#define KESTREL_WITHOUT_UNIT_AVX512 0
+#endif
+#ifndef KESTREL_WITHOUT_UNIT_AVX512_BF16
+#define KESTREL_WITHOUT_UNIT_AVX512_BF16 0
+#endif
+#ifndef KESTREL_WITHOUT_UNIT_AVX512_AMX
+#define KESTREL_WITHOUT_UNIT_AVX512_AMX 0
+#endif
+
 namespace detail {
 #if defined(__x86_64__)
 namespace avx2 {
@@ -44,11 +58,19 @@ const SimdKernels& make_table();
 const SimdKernels& simd_kernels(Isa isa) {
 #if defined(__x86_64__)
   switch (isa) {
+#if !KESTREL_WITHOUT_UNIT_AVX_VNNI
     case Isa::kAvxVnni: return avx_vnni::make_table();
+#endif
+#if !KESTREL_WITHOUT_UNIT_AVX512
     case Isa::kAvx512Vnni: return avx512::make_table();
+#endif
+#if !KESTREL_WITHOUT_UNIT_AVX512_BF16
     case Isa::kAvx512Bf16: return avx512_bf16::make_table();
+#endif
+#if !KESTREL_WITHOUT_UNIT_AVX512_AMX
     case Isa::kAvx512Amx: return avx512_amx::make_table();
-    default: return avx2::make_table();
+#endif
+    default: return avx2::make_table();  // only units isa_supported accepts reach here
   }
 #else
   std::abort();  // no SIMD ISA is ever supported here
@@ -113,8 +135,22 @@ bool amx_usable() {
 }  // namespace
 #endif
 
+namespace {
+// Whether this build compiled the ISA's unit.
+constexpr bool unit_compiled(Isa isa) {
+  switch (isa) {
+    case Isa::kAvxVnni: return !KESTREL_WITHOUT_UNIT_AVX_VNNI;
+    case Isa::kAvx512Vnni: return !KESTREL_WITHOUT_UNIT_AVX512;
+    case Isa::kAvx512Bf16: return !KESTREL_WITHOUT_UNIT_AVX512_BF16;
+    case Isa::kAvx512Amx: return !KESTREL_WITHOUT_UNIT_AVX512_AMX;
+    default: return true;
+  }
+}
+}  // namespace
+
 bool isa_supported(Isa isa) {
 #if defined(__x86_64__)
+  if (!unit_compiled(isa)) return false;
   static const bool avx2 = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");

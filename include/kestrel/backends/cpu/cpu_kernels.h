@@ -42,7 +42,7 @@ enum class Isa {
 std::string_view isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);  // inverse of isa_name
 
-bool isa_supported(Isa isa);  // by this CPU (kScalar always)
+bool isa_supported(Isa isa);  // by this CPU and build (kScalar always)
 // The best ISA this CPU supports: the widest vectors, then the most extensions, except that
 // kAvx512Bf16 is chosen only where bf16 dot products outrun widening bf16 weights to f32 (AMD
 // Zen 4; on Intel cores vdpbf16ps issues at half the FMA rate). With AMX (and the kernel's
