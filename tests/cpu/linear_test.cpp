@@ -272,7 +272,7 @@ TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
 TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
   CpuKernelOptions options;
   options.isa = best_supported_isa();
-  const StreamPrefetch chosen = default_stream_prefetch();
+  const StreamPrefetch chosen = default_stream_prefetch(*options.isa);
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     const size_t distance = chosen.for_dtype(dtype);
     EXPECT_TRUE(distance == 0 || distance == 4096 || distance == 8192) << dtype_name(dtype) << " " << distance;
@@ -301,7 +301,7 @@ TEST(OptimizedLinearThreads, DecodePanelsChangeNoBit) {
 }
 
 TEST(OptimizedLinearThreads, DecodePanelsDefaultToTheCpusChoiceAndAreLowered) {
-  const DecodePanels chosen = default_decode_panels();
+  const DecodePanels chosen = default_decode_panels(best_supported_isa());
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     const int panels = chosen.for_dtype(dtype);
     EXPECT_TRUE(panels == 1 || panels == 2 || panels == 4) << dtype_name(dtype) << " " << panels;
@@ -321,8 +321,14 @@ TEST(OptimizedLinearThreads, DecodePanelsDefaultToTheCpusChoiceAndAreLowered) {
     EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, (DecodePanels{1, 2, 2, 1}));
     options.decode_panels.reset();
   }
-  // Counts the kernels lack go to the one below; f16 never below a pair.
+  // The defaults are the chosen unit's (the 256-bit units have their own), not the best one's.
   options.isa = Isa::kAvx2;
+  if (isa_supported(Isa::kAvx2)) {
+    EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, default_decode_panels(Isa::kAvx2));
+    EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch, default_stream_prefetch(Isa::kAvx2));
+    EXPECT_GE(default_decode_panels(Isa::kAvx2).f16, 2);
+  }
+  // Counts the kernels lack go to the one below; f16 never below a pair.
   options.decode_panels = DecodePanels{3, 1, 0, 9};
   if (isa_supported(Isa::kAvx2)) {
     EXPECT_EQ(resolve_cpu_kernel_options(options).decode_panels, (DecodePanels{2, 2, 1, 4}));

@@ -201,22 +201,44 @@ Isa best_supported_isa() {
   return Isa::kScalar;
 }
 
-StreamPrefetch default_stream_prefetch() {
+namespace {
+// The AMD display family (0x17 Zen 1-2, 0x19 Zen 3-4, 0x1A Zen 5), 0 on other CPUs.
+unsigned amd_family() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!amd_cpu() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  // The base family, plus the extended family when the base is 0xF.
+  const unsigned base = (eax >> 8) & 0xF;
+  return base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+#else
+  return 0;
+#endif
+}
+
+// The 256-bit units (AVX2, AVX-VNNI).
+bool narrow_unit(Isa isa) { return isa == Isa::kAvx2 || isa == Isa::kAvxVnni; }
+}  // namespace
+
+StreamPrefetch default_stream_prefetch(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
+  if (narrow_unit(isa)) {
+    if (amd_family() == 0x19) return {.f32 = 0, .f16 = 0, .bf16 = 0, .q8 = 4096};
+    return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 4096};
+  }
   if (__builtin_cpu_is("intel")) return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 8192};
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!amd_cpu() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return {};
-  // The display family: the base family, plus the extended family when the base is 0xF.
-  const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
-  if (family >= 0x1A) return {.f32 = 4096};
+  if (amd_family() >= 0x1A) return {.f32 = 4096};
 #endif
   return {};
 }
 
-DecodePanels default_decode_panels() {
+DecodePanels default_decode_panels(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
+  if (narrow_unit(isa)) {
+    if (amd_family() == 0x19) return {.f32 = 4, .f16 = 4, .bf16 = 4, .q8 = 4};
+    return {.f32 = 2, .f16 = 2, .bf16 = 2, .q8 = 2};
+  }
   if (__builtin_cpu_is("intel")) return {.f32 = 1, .f16 = 4, .bf16 = 1, .q8 = 4};
 #endif
   return {};
@@ -258,8 +280,8 @@ CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
   config.threads = isa == Isa::kScalar ? 1 : std::clamp(threads, 1, kMaxThreads);
   config.q8_quantize_activations = options.q8_quantize_activations;
   if (isa != Isa::kScalar) {
-    config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch());
-    const DecodePanels panels = options.decode_panels.value_or(default_decode_panels());
+    config.stream_prefetch = options.stream_prefetch.value_or(default_stream_prefetch(isa));
+    const DecodePanels panels = options.decode_panels.value_or(default_decode_panels(isa));
     // The AMX bf16 tiles read panels in pairs (amx_bf16.inc).
     const int least_bf16 = isa == Isa::kAvx512Amx ? 2 : 1;
     config.decode_panels = {supported_panels(panels.f32, 1), supported_panels(panels.f16, 2),

@@ -100,31 +100,38 @@ struct CpuKernelOptions {
   // activations, weights widened to f32; slow). Activations with a non-finite value always take
   // the portable kernel.
   bool q8_quantize_activations = true;
-  // The decode prefetch distances of the AVX-512 kernels; unset: default_stream_prefetch().
+  // The decode prefetch distances; unset: default_stream_prefetch(isa).
   std::optional<StreamPrefetch> stream_prefetch;
-  // The decode panels read side by side by the AVX-512 kernels; unset: default_decode_panels().
+  // The decode panels read side by side; unset: default_decode_panels(isa).
   // A count that is not 1, 2 or 4 is lowered to the one below it (f16, and bf16 with
   // avx512_amx: at least 2).
   std::optional<DecodePanels> decode_panels;
 };
 
-// What this CPU's decode streams prefetch with AVX-512 (docs/performance.md):
-//   Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core one-thread
-//     decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
-//   AMD Zen 5 (family 0x1A and later): f32 4 KiB (f32 decode linears took 2-13% less time),
-//     none for the others (q8 7-9% slower with 4 KiB, f16 and bf16 unchanged);
-//   anything else (Zen 4): none; the hardware prefetchers follow the one stream, and 2 KiB
-//     made q8 decode 18-21% slower and f32 about 3%.
-StreamPrefetch default_stream_prefetch();
+// What this CPU's decode streams prefetch with the given unit (docs/performance.md):
+//   AVX2 and AVX-VNNI (256-bit units) on AMD Zen 3 (family 0x19): q8 4 KiB, none for the others
+//     (one-thread decode of the 110M shape, alternated: f32 11-34% faster without, f16 and
+//     bf16 as fast or faster, q8 8-19% faster with);
+//   256-bit units elsewhere: 4 KiB (measured on Zen 2, two streams side by side);
+//   AVX-512 on Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core
+//     one-thread decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
+//   AVX-512 on AMD Zen 5 (family 0x1A and later): f32 4 KiB (f32 decode linears took 2-13% less
+//     time), none for the others (q8 7-9% slower with 4 KiB, f16 and bf16 unchanged);
+//   AVX-512 anywhere else (Zen 4): none; the hardware prefetchers follow the one stream, and
+//     2 KiB made q8 decode 18-21% slower and f32 about 3%.
+StreamPrefetch default_stream_prefetch(Isa isa);
 
-// How many panels this CPU's decode steps read side by side with AVX-512 (docs/performance.md,
-// twenty-first session):
-//   Intel: q8 and f16 4, f32 and bf16 1 (on a Sapphire Rapids class core, one-thread decode of
-//     the Qwen3-0.6B and Llama-3.2-1B shapes ran 9-14% faster in q8 and 13% in f16, whose
-//     weights stream from memory; f32 and bf16 ran 5-7% slower);
-//   anything else: f16 2 (one interleaved pair), the others 1 (on Zen 4, four panels side by
-//     side decoded 20-25% slower).
-DecodePanels default_decode_panels();
+// How many panels this CPU's decode steps read side by side with the given unit
+// (docs/performance.md):
+//   256-bit units on AMD Zen 3 (family 0x19): 4 (one memory stream read about 12-14 GB/s
+//     where four read 18-22; one-thread decode 10-30% faster with four and the prefetch above);
+//   256-bit units elsewhere: 2 (measured on Zen 2);
+//   AVX-512 on Intel: q8 and f16 4, f32 and bf16 1 (on a Sapphire Rapids class core, one-thread
+//     decode of the Qwen3-0.6B and Llama-3.2-1B shapes ran 9-14% faster in q8 and 13% in f16,
+//     whose weights stream from memory; f32 and bf16 ran 5-7% slower);
+//   AVX-512 anywhere else: f16 2 (one interleaved pair), the others 1 (on Zen 4, four panels
+//     side by side decoded 20-25% slower).
+DecodePanels default_decode_panels(Isa isa);
 
 // The portable kernels with the hot ops replaced. Registries are cached per setting; each
 // registry owns a pool of threads - 1 workers (started with the registry; between calls they

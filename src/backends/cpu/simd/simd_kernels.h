@@ -41,11 +41,11 @@ struct LinearOperands {
   // f16 weights and several rows, where the table widens f16 panels (f16_widen_floats > 0):
   // thread t's scratch for them, f16_widen + t * f16_widen_floats.
   float* f16_widen = nullptr;
-  // One row with AVX-512: bytes ahead that each panel stream is prefetched into L1, 0 for none
-  // (the registry's choice for this CPU and weight format; AVX2 always prefetches 4 KiB ahead).
+  // One row: bytes ahead that each panel stream is prefetched into L1, 0 for none (the
+  // registry's choice for this CPU, unit and weight format).
   size_t stream_prefetch = 0;
-  // One row with AVX-512: panels read side by side, 1, 2 or 4 (at least 2 for f16; the
-  // registry's choice for this CPU and weight format; AVX2 always reads 2).
+  // One row: panels read side by side, 1, 2 or 4 (at least 2 for f16; the registry's choice for
+  // this CPU, unit and weight format).
   int decode_panels = 1;
 };
 
