@@ -123,8 +123,8 @@ StreamPrefetch default_stream_prefetch(Isa isa);
 
 // How many panels this CPU's decode steps read side by side with the given unit
 // (docs/performance.md):
-//   256-bit units on AMD Zen 3 (family 0x19): 4 (one memory stream read about 12-14 GB/s
-//     where four read 18-22; one-thread decode 10-30% faster with four and the prefetch above);
+//   256-bit units on AMD Zen 3 (family 0x19): 4 (one memory stream read about 10-14 GB/s
+//     where four read 13-22; one-thread decode 10-30% faster with four and the prefetch above);
 //   256-bit units elsewhere: 2 (measured on Zen 2);
 //   AVX-512 on Intel: q8 and f16 4, f32 and bf16 1 (on a Sapphire Rapids class core, one-thread
 //     decode of the Qwen3-0.6B and Llama-3.2-1B shapes ran 9-14% faster in q8 and 13% in f16,
