@@ -9,6 +9,9 @@
 //   decode_step_linears   every linear of one decode step of a ~110M model, each with its own
 //                         weights (memory-bound: the weight stream of a real decode step)
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
+//   decode_panels_apart_vs_side_by_side  decode steps with 4 panels side by side (a) and apart
+//                         (b, DecodePanels::apart), alternated step by step: b_over_a > 1 when
+//                         apart is faster
 //   attention/...         one layer's attention for a decode step or a chunk of 128 queries,
 //                         with f32 caches and (suffix _f16kv) f16 caches
 //   elementwise/...       silu of an MLP's gate and its product with up, [M, 2048]
@@ -16,6 +19,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -227,38 +231,86 @@ void attention_chunk(benchmark::State& state, AttentionShape shape, int64_t T, i
 // 32000-row classifier for the last row only), each with its own weights: 420 MB in f32, far
 // more than the caches. With one row this is the memory-bound weight stream of a decode step;
 // with a chunk of rows, the compute of a prefill chunk.
-void step_linears(benchmark::State& state, DType dtype, int64_t rows,
-                  std::shared_ptr<const runtime::KernelRegistry> registry) {
-  constexpr int64_t D = 768, F = 2048, V = 32000, layers = 12;
-  std::vector<std::unique_ptr<PreparedLinear>> linears;
-  uint32_t seed = 2;
-  for (int64_t l = 0; l < layers; ++l)
-    for (auto [K, N] : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
-                        std::pair{D, F}, std::pair{F, D}})
-      linears.push_back(std::make_unique<PreparedLinear>(*registry, dtype, rows, K, N, seed += 2));
-  linears.push_back(std::make_unique<PreparedLinear>(*registry, dtype, 1, D, V, seed += 2));
-  int64_t bytes = 0;
-  double flops = 0;
-  for (const auto& linear : linears) {
-    if (!linear->error().empty()) {
-      state.SkipWithError(linear->error().c_str());
-      return;
+class StepLinears {
+ public:
+  StepLinears(const runtime::KernelRegistry& registry, DType dtype, int64_t rows) {
+    constexpr int64_t D = 768, F = 2048, V = 32000, layers = 12;
+    uint32_t seed = 2;
+    for (int64_t l = 0; l < layers; ++l)
+      for (auto [K, N] : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
+                          std::pair{D, F}, std::pair{F, D}})
+        linears_.push_back(std::make_unique<PreparedLinear>(registry, dtype, rows, K, N, seed += 2));
+    linears_.push_back(std::make_unique<PreparedLinear>(registry, dtype, 1, D, V, seed += 2));
+    for (const auto& linear : linears_) {
+      if (error_.empty()) error_ = linear->error();
+      bytes_ += linear->weight_bytes();
+      flops_ += linear->flops();
     }
-    bytes += linear->weight_bytes();
-    flops += linear->flops();
   }
-  for (auto _ : state) {
-    for (const auto& linear : linears) {
+  const std::string& error() const { return error_; }
+  int64_t weight_bytes() const { return bytes_; }
+  double flops() const { return flops_; }
+  // Runs every linear once; false (and the benchmark skipped with the error) on a failure.
+  bool run(benchmark::State& state) {
+    for (const auto& linear : linears_) {
       const Status status = linear->run();
       if (!status.ok()) {
         state.SkipWithError(status.error().to_string().c_str());
-        return;
+        return false;
       }
     }
     benchmark::ClobberMemory();
+    return true;
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
-  state.counters["GFLOPS"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+
+ private:
+  std::vector<std::unique_ptr<PreparedLinear>> linears_;
+  int64_t bytes_ = 0;
+  double flops_ = 0;
+  std::string error_;
+};
+
+void step_linears(benchmark::State& state, DType dtype, int64_t rows,
+                  std::shared_ptr<const runtime::KernelRegistry> registry) {
+  StepLinears step(*registry, dtype, rows);
+  if (!step.error().empty()) {
+    state.SkipWithError(step.error().c_str());
+    return;
+  }
+  for (auto _ : state)
+    if (!step.run(state)) return;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * step.weight_bytes());
+  state.counters["GFLOPS"] = benchmark::Counter(step.flops() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Two registries' decode steps alternated step by step (which goes first alternates too), so
+// that a host whose speed drifts by 20-40% within minutes slows both alike: a_gb_s and b_gb_s
+// are each one's weight stream over its own summed time, b_over_a their ratio.
+void decode_steps_alternated(benchmark::State& state, DType dtype, std::shared_ptr<const runtime::KernelRegistry> a,
+                             std::shared_ptr<const runtime::KernelRegistry> b) {
+  StepLinears step_a(*a, dtype, 1), step_b(*b, dtype, 1);
+  if (!step_a.error().empty() || !step_b.error().empty()) {
+    state.SkipWithError((step_a.error() + step_b.error()).c_str());
+    return;
+  }
+  double seconds_a = 0, seconds_b = 0;
+  auto timed = [&](StepLinears& step, double& seconds) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = step.run(state);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return ok;
+  };
+  bool a_first = true;
+  for (auto _ : state) {
+    const bool ok = a_first ? timed(step_a, seconds_a) && timed(step_b, seconds_b)
+                            : timed(step_b, seconds_b) && timed(step_a, seconds_a);
+    if (!ok) return;
+    a_first = !a_first;
+  }
+  const double steps = static_cast<double>(state.iterations());
+  state.counters["a_gb_s"] = static_cast<double>(step_a.weight_bytes()) * steps / seconds_a / 1e9;
+  state.counters["b_gb_s"] = static_cast<double>(step_b.weight_bytes()) * steps / seconds_b / 1e9;
+  state.counters["b_over_a"] = seconds_a / seconds_b;
 }
 
 }  // namespace
@@ -332,6 +384,20 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime()
           ->MinTime(1.0);
+    }
+    // Four decode panels side by side (a) against four apart (b), whatever this CPU's default.
+    for (int threads : {1, all}) {
+      auto four_panels = [&](bool apart) {
+        cpu::CpuKernelOptions options;
+        options.threads = threads;
+        options.decode_panels = cpu::DecodePanels{4, 4, 4, 4, apart};
+        return cpu::optimized_kernel_registry(options);
+      };
+      const std::string name = fmt::format("decode_panels_apart_vs_side_by_side/{}/t{}", dtype_name(dtype), threads);
+      benchmark::RegisterBenchmark(name.c_str(), decode_steps_alternated, dtype, four_panels(false), four_panels(true))
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(2.0);
     }
     for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                     {fmt::format("optimized_t{}", all), optimized(all, true)}}) {

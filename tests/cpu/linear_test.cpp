@@ -285,18 +285,23 @@ TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
 }
 
 TEST(OptimizedLinearThreads, DecodePanelsChangeNoBit) {
-  // How many panels a decode step reads side by side changes which chains share a pass, never a
-  // chain: every count gives the bits of one panel at a time (f16: one pair). N = 2050 is 128
-  // whole panels and a partial one, so ranges end in tiles of 4, 2 and 1 panels.
+  // How many panels a decode step reads in one pass, and whether they lie side by side or apart,
+  // changes which chains share a pass, never a chain: every count gives the bits of one panel at
+  // a time (f16: one pair). N = 2050 is 128 whole panels and a partial one, so ranges end in
+  // tiles of 4, 2 and 1 panels (and with 3 threads, pieces of several sizes are split apart).
   for_every_decode_case([](DType dtype, const Tensor& x, const Tensor& w, auto decode) {
-    auto with_panels = [&](int panels) {
-      return decode([&](CpuKernelOptions& options) { options.decode_panels = DecodePanels{panels, panels, panels, panels}; });
+    auto with_panels = [&](int panels, bool apart) {
+      return decode([&](CpuKernelOptions& options) {
+        options.decode_panels = DecodePanels{panels, panels, panels, panels, apart};
+      });
     };
-    const Tensor one = with_panels(1);
+    const Tensor one = with_panels(1, false);
     if (dtype == DType::kF32) {
       EXPECT_TRUE(all_close(one.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
     }
-    for (int panels : {2, 4}) EXPECT_EQ(with_panels(panels).storage(), one.storage()) << panels;
+    for (int panels : {2, 4})
+      for (bool apart : {false, true})
+        EXPECT_EQ(with_panels(panels, apart).storage(), one.storage()) << panels << (apart ? " apart" : "");
   });
 }
 

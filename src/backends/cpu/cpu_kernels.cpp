@@ -223,7 +223,7 @@ StreamPrefetch default_stream_prefetch(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (narrow_unit(isa)) {
-    if (amd_family() == 0x19) return {.f32 = 0, .f16 = 0, .bf16 = 0, .q8 = 4096};
+    if (amd_family() == 0x19) return {.f32 = 0, .f16 = 8192, .bf16 = 0, .q8 = 8192};
     return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 4096};
   }
   if (__builtin_cpu_is("intel")) return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 8192};
@@ -236,7 +236,7 @@ DecodePanels default_decode_panels(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (narrow_unit(isa)) {
-    if (amd_family() == 0x19) return {.f32 = 4, .f16 = 4, .bf16 = 4, .q8 = 4};
+    if (amd_family() == 0x19) return {.f32 = 4, .f16 = 4, .bf16 = 4, .q8 = 4, .apart = true};
     return {.f32 = 2, .f16 = 2, .bf16 = 2, .q8 = 2};
   }
   if (__builtin_cpu_is("intel")) return {.f32 = 1, .f16 = 4, .bf16 = 1, .q8 = 4};
@@ -285,7 +285,8 @@ CpuKernelConfig resolve_cpu_kernel_options(const CpuKernelOptions& options) {
     // The AMX bf16 tiles read panels in pairs (amx_bf16.inc).
     const int least_bf16 = isa == Isa::kAvx512Amx ? 2 : 1;
     config.decode_panels = {supported_panels(panels.f32, 1), supported_panels(panels.f16, 2),
-                            supported_panels(panels.bf16, least_bf16), supported_panels(panels.q8, 1)};
+                            supported_panels(panels.bf16, least_bf16), supported_panels(panels.q8, 1),
+                            panels.apart};
   }
   return config;
 }

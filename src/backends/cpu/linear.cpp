@@ -165,6 +165,7 @@ Status linear(KernelContext& ctx) {
   op.y = ctx.outputs[0].as<float>();
   op.stream_prefetch = state->config.stream_prefetch.for_dtype(layout.dtype);
   op.decode_panels = state->config.decode_panels.for_dtype(layout.dtype);
+  op.decode_apart = state->config.decode_panels.apart;
   auto out_of_scratch = [&] {
     return make_error(ErrorCode::kInternal, "linear: the call needs more scratch than was reserved at load ({} bytes)",
                       ctx.scratch != nullptr ? ctx.scratch->capacity() : 0);

@@ -78,13 +78,18 @@ struct StreamPrefetch {
   friend auto operator<=>(const StreamPrefetch&, const StreamPrefetch&) = default;
 };
 
-// Weight panels a decode step (one activation row) reads side by side with AVX-512, per weight
-// format: 1, 2 or 4 (f16 panels are stored in interleaved pairs, so at least 2; bf16 on AMX
-// tiles, which read panels in pairs, at least 2 as well). More panels keep
-// more reads from memory in flight; one keeps a single stream in order. Changes no result: each
-// output's chain is the same whichever panels share its pass. (AVX2 kernels read 2.)
+// Weight panels a decode step (one activation row) reads in one pass, per weight format: 1, 2
+// or 4 (f16 panels are stored in interleaved pairs, so at least 2; bf16 on AMX tiles, which read
+// panels in pairs, at least 2 as well). More panels keep more reads from memory in flight; one
+// keeps a single stream in order. Changes no result: each output's chain is the same whichever
+// panels share its pass.
 struct DecodePanels {
   int f32 = 1, f16 = 2, bf16 = 1, q8 = 1;
+  // With 4 panels: each of a pass's groups of interleaved panels (4 panels, or 2 f16 pairs) from
+  // its own quarter (f16: half) of the thread's range, so every group is the next one of a
+  // sequential stream; false: 4 neighbouring panels, each stream jumping 4 panels ahead at the
+  // end of every panel. Changes no result either.
+  bool apart = false;
   // The count for weights of `dtype` (1 for a format the kernels do not pack).
   int for_dtype(DType dtype) const { return per_weight_format(*this, dtype, 1); }
   friend auto operator<=>(const DecodePanels&, const DecodePanels&) = default;
@@ -102,16 +107,17 @@ struct CpuKernelOptions {
   bool q8_quantize_activations = true;
   // The decode prefetch distances; unset: default_stream_prefetch(isa).
   std::optional<StreamPrefetch> stream_prefetch;
-  // The decode panels read side by side; unset: default_decode_panels(isa).
+  // The decode panels read in one pass, and where from; unset: default_decode_panels(isa).
   // A count that is not 1, 2 or 4 is lowered to the one below it (f16, and bf16 with
   // avx512_amx: at least 2).
   std::optional<DecodePanels> decode_panels;
 };
 
 // What this CPU's decode streams prefetch with the given unit (docs/performance.md):
-//   AVX2 and AVX-VNNI (256-bit units) on AMD Zen 3 (family 0x19): q8 4 KiB, none for the others
-//     (one-thread decode of the 110M shape, alternated: f32 11-34% faster without, f16 and
-//     bf16 as fast or faster, q8 8-19% faster with);
+//   AVX2 and AVX-VNNI (256-bit units) on AMD Zen 3 (family 0x19): q8 and f16 8 KiB, none for
+//     f32 and bf16 (with the panels apart, one-thread decode steps alternated step by step:
+//     q8 5-7% and f16 3% faster than with 4 KiB, f16 11-13% than with none; f32 8-13% and bf16
+//     8% slower with a prefetch);
 //   256-bit units elsewhere: 4 KiB (measured on Zen 2, two streams side by side);
 //   AVX-512 on Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core
 //     one-thread decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
@@ -123,8 +129,9 @@ StreamPrefetch default_stream_prefetch(Isa isa);
 
 // How many panels this CPU's decode steps read side by side with the given unit
 // (docs/performance.md):
-//   256-bit units on AMD Zen 3 (family 0x19): 4 (one memory stream read about 10-14 GB/s
-//     where four read 13-22; one-thread decode 10-30% faster with four and the prefetch above);
+//   256-bit units on AMD Zen 3 (family 0x19): 4, apart (one memory stream read about 10-14
+//     GB/s where four read 13-22; one-thread decode 10-30% faster with four side by side than
+//     with two, and apart faster again: see gemv in simd_kernels.inc);
 //   256-bit units elsewhere: 2 (measured on Zen 2);
 //   AVX-512 on Intel: q8 and f16 4, f32 and bf16 1 (on a Sapphire Rapids class core, one-thread
 //     decode of the Qwen3-0.6B and Llama-3.2-1B shapes ran 9-14% faster in q8 and 13% in f16,

@@ -47,6 +47,9 @@ struct LinearOperands {
   // One row: panels read side by side, 1, 2 or 4 (at least 2 for f16; the registry's choice for
   // this CPU, unit and weight format).
   int decode_panels = 1;
+  // One row, 4 panels: each tile's groups of panels from separate shares of the range
+  // (DecodePanels::apart).
+  bool decode_apart = false;
 };
 
 // One attention call (docs/ops.md): q [B, Hq, T, Dh], k and v [B, Hkv, C, Dh], out like q
