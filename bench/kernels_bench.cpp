@@ -11,7 +11,7 @@
 //   prefill_step_linears  the same linears for a chunk of 128 rows (compute-bound)
 //   decode_panels_apart_vs_side_by_side  decode steps with 4 panels side by side (a) and apart
 //                         (b, DecodePanels::apart), alternated step by step: b_over_a > 1 when
-//                         apart is faster
+//                         apart is faster (the 110M shape, and q8 and f16 on Qwen3-0.6B's)
 //   attention/...         one layer's attention for a decode step or a chunk of 128 queries,
 //                         with f32 caches and (suffix _f16kv) f16 caches
 //   elementwise/...       silu of an MLP's gate and its product with up, [M, 2048]
@@ -227,18 +227,28 @@ void attention_chunk(benchmark::State& state, AttentionShape shape, int64_t T, i
                           static_cast<int64_t>(dtype_element_size(cache)));
 }
 
-// Every linear of one step of a ~110M llama (12 layers of q, k, v, o, gate, up, down, then the
-// 32000-row classifier for the last row only), each with its own weights: 420 MB in f32, far
-// more than the caches. With one row this is the memory-bound weight stream of a decode step;
-// with a chunk of rows, the compute of a prefill chunk.
+// The linears of one layer of a model, and its depth and classifier: the ~110M llama (dim 768,
+// ffn 2048, vocab 32000) or Qwen3-0.6B (dim 1024, 16 query heads and 8 kv heads of 128, ffn
+// 3072, 28 layers, vocab 151936).
+struct StepShape {
+  std::string name;
+  int64_t D, q_out, kv_out, F, V, layers;
+};
+const StepShape kLlama110M{"", 768, 768, 768, 2048, 32000, 12};
+const StepShape kQwen3_06B{"qwen3_0.6b/", 1024, 2048, 1024, 3072, 151936, 28};
+
+// Every linear of one step of a model (each layer's q, k, v, o, gate, up and down, then the
+// classifier for the last row only), each with its own weights: 420 MB in f32 for the 110M
+// llama, far more than the caches. With one row this is the memory-bound weight stream of a
+// decode step; with a chunk of rows, the compute of a prefill chunk.
 class StepLinears {
  public:
-  StepLinears(const runtime::KernelRegistry& registry, DType dtype, int64_t rows) {
-    constexpr int64_t D = 768, F = 2048, V = 32000, layers = 12;
+  StepLinears(const runtime::KernelRegistry& registry, DType dtype, int64_t rows, const StepShape& shape = kLlama110M) {
+    const auto [name, D, q_out, kv_out, F, V, layers] = shape;
     uint32_t seed = 2;
     for (int64_t l = 0; l < layers; ++l)
-      for (auto [K, N] : {std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, D}, std::pair{D, F},
-                          std::pair{D, F}, std::pair{F, D}})
+      for (auto [K, N] : {std::pair{D, q_out}, std::pair{D, kv_out}, std::pair{D, kv_out}, std::pair{q_out, D},
+                          std::pair{D, F}, std::pair{D, F}, std::pair{F, D}})
         linears_.push_back(std::make_unique<PreparedLinear>(registry, dtype, rows, K, N, seed += 2));
     linears_.push_back(std::make_unique<PreparedLinear>(registry, dtype, 1, D, V, seed += 2));
     for (const auto& linear : linears_) {
@@ -286,9 +296,10 @@ void step_linears(benchmark::State& state, DType dtype, int64_t rows,
 // Two registries' decode steps alternated step by step (which goes first alternates too), so
 // that a host whose speed drifts by 20-40% within minutes slows both alike: a_gb_s and b_gb_s
 // are each one's weight stream over its own summed time, b_over_a their ratio.
-void decode_steps_alternated(benchmark::State& state, DType dtype, std::shared_ptr<const runtime::KernelRegistry> a,
+void decode_steps_alternated(benchmark::State& state, DType dtype, const StepShape& shape,
+                             std::shared_ptr<const runtime::KernelRegistry> a,
                              std::shared_ptr<const runtime::KernelRegistry> b) {
-  StepLinears step_a(*a, dtype, 1), step_b(*b, dtype, 1);
+  StepLinears step_a(*a, dtype, 1, shape), step_b(*b, dtype, 1, shape);
   if (!step_a.error().empty() || !step_b.error().empty()) {
     state.SkipWithError((step_a.error() + step_b.error()).c_str());
     return;
@@ -385,20 +396,25 @@ int main(int argc, char** argv) {
           ->UseRealTime()
           ->MinTime(1.0);
     }
-    // Four decode panels side by side (a) against four apart (b), whatever this CPU's default.
-    for (int threads : {1, all}) {
-      auto four_panels = [&](bool apart) {
-        cpu::CpuKernelOptions options;
-        options.threads = threads;
-        options.decode_panels = cpu::DecodePanels{4, 4, 4, 4, apart};
-        return cpu::optimized_kernel_registry(options);
-      };
-      const std::string name = fmt::format("decode_panels_apart_vs_side_by_side/{}/t{}", dtype_name(dtype), threads);
-      benchmark::RegisterBenchmark(name.c_str(), decode_steps_alternated, dtype, four_panels(false), four_panels(true))
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime()
-          ->MinTime(2.0);
-    }
+    // Four decode panels side by side (a) against four apart (b), whatever this CPU's default,
+    // on the 110M shape and (q8 and f16, one thread) on Qwen3-0.6B's.
+    for (const StepShape* shape : {&kLlama110M, &kQwen3_06B})
+      for (int threads : {1, all}) {
+        if (shape == &kQwen3_06B && (threads != 1 || (dtype != DType::kQ8 && dtype != DType::kF16))) continue;
+        auto four_panels = [&](bool apart) {
+          cpu::CpuKernelOptions options;
+          options.threads = threads;
+          options.decode_panels = cpu::DecodePanels{4, 4, 4, 4, apart};
+          return cpu::optimized_kernel_registry(options);
+        };
+        const std::string name = fmt::format("decode_panels_apart_vs_side_by_side/{}{}/t{}", shape->name,
+                                             dtype_name(dtype), threads);
+        benchmark::RegisterBenchmark(name.c_str(), decode_steps_alternated, dtype, *shape, four_panels(false),
+                                     four_panels(true))
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->MinTime(2.0);
+      }
     for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                     {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
       const std::string name = fmt::format("prefill_step_linears/{}/M128/{}", dtype_name(dtype), variant.name);
