@@ -12,6 +12,8 @@
 //   decode_panels_apart_vs_side_by_side  decode steps with 4 panels side by side (a) and apart
 //                         (b, DecodePanels::apart), alternated step by step: b_over_a > 1 when
 //                         apart is faster (the 110M shape, and q8 and f16 on Qwen3-0.6B's)
+//   decode_step_vs_read   the linears of decode steps (one thread) alternated with reads of as
+//                         many bytes: linears_over_read is their share of the read bound
 //   attention/...         one layer's attention for a decode step or a chunk of 128 queries,
 //                         with f32 caches and (suffix _f16kv) f16 caches
 //   elementwise/...       silu of an MLP's gate and its product with up, [M, 2048]
@@ -19,6 +21,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -33,6 +36,7 @@
 #include "kestrel/core/aligned_buffer.h"
 #include "kestrel/kernels/portable.h"
 #include "kestrel/kernels/quantize.h"
+#include "read_stream.h"
 
 namespace {
 
@@ -324,6 +328,58 @@ void decode_steps_alternated(benchmark::State& state, DType dtype, const StepSha
   state.counters["b_over_a"] = seconds_a / seconds_b;
 }
 
+// Decode steps' linears alternated step by step with reads of a buffer of the same size, in
+// the ways bench/read_bandwidth reads (one stream, or four side by side with a software prefetch
+// 0, 1 or 2 KiB ahead), one thread: the share of the read bound that the weight stream gets,
+// with the host's drift cancelled. linears_gb_s is the steps' weight stream, read_gb_s the
+// fastest way of reading, linears_over_read their ratio.
+void decode_step_vs_read(benchmark::State& state, DType dtype, const StepShape& shape,
+                         std::shared_ptr<const runtime::KernelRegistry> registry) {
+  StepLinears step(*registry, dtype, 1, shape);
+  const auto bytes = static_cast<size_t>(step.weight_bytes());
+  const kestrel::bench::MappedWords mapping(bytes, true);
+  const uint64_t* buffer = mapping.words();
+  if (!step.error().empty() || buffer == nullptr) {
+    state.SkipWithError(buffer == nullptr ? "cannot map the read buffer" : step.error().c_str());
+    return;
+  }
+  struct ReadWay {
+    size_t streams, prefetch_bytes;
+    double seconds = 0;
+  };
+  std::vector<ReadWay> ways{{1, 0}, {4, 0}, {4, 1024}, {4, 2048}};
+  double step_seconds = 0;
+  uint64_t sink = 0;
+  auto since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  size_t first_way = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    if (!step.run(state)) return;
+    step_seconds += since(start);
+    for (size_t i = 0; i < ways.size(); ++i) {  // the order rotates, so no way always follows the step
+      ReadWay& way = ways[(first_way + i) % ways.size()];
+      start = std::chrono::steady_clock::now();
+      sink += kestrel::bench::sum_words(buffer, bytes / sizeof(uint64_t), way.streams,
+                                        way.prefetch_bytes / sizeof(uint64_t));
+      way.seconds += since(start);
+    }
+    first_way = (first_way + 1) % ways.size();
+  }
+  benchmark::DoNotOptimize(sink);
+  const double streamed = static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9;
+  double best = 0;
+  for (const ReadWay& way : ways) {
+    const double gb_s = streamed / way.seconds;
+    state.counters[fmt::format("read_s{}_pf{}", way.streams, way.prefetch_bytes)] = gb_s;
+    best = std::max(best, gb_s);
+  }
+  state.counters["linears_gb_s"] = streamed / step_seconds;
+  state.counters["read_gb_s"] = best;
+  state.counters["linears_over_read"] = streamed / step_seconds / best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -415,6 +471,13 @@ int main(int argc, char** argv) {
             ->UseRealTime()
             ->MinTime(2.0);
       }
+    for (const StepShape* shape : {&kLlama110M, &kQwen3_06B}) {
+      const std::string name = fmt::format("decode_step_vs_read/{}{}/t1", shape->name, dtype_name(dtype));
+      benchmark::RegisterBenchmark(name.c_str(), decode_step_vs_read, dtype, *shape, optimized(1, true))
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(2.0);
+    }
     for (const auto& variant : std::vector<Variant>{{"optimized_t1", optimized(1, true)},
                                                     {fmt::format("optimized_t{}", all), optimized(all, true)}}) {
       const std::string name = fmt::format("prefill_step_linears/{}/M128/{}", dtype_name(dtype), variant.name);

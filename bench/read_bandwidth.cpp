@@ -19,56 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include <sys/mman.h>
+#include "read_stream.h"
 
-namespace {
-
-// Eight independent sums so the loop vectorizes and is bound by memory, not by the adds; the
-// `streams` parts of the n words are read 8 words (a line) of each in turn. An AVX2 copy of the
-// loop is used where the CPU has AVX2, so the probe is never limited by its own instructions.
-#define KESTREL_SUM_WORDS_BODY                                              \
-  uint64_t acc[8] = {};                                                     \
-  const size_t part = n / streams / 8 * 8;                                  \
-  for (size_t i = 0; i < part; i += 8)                                      \
-    for (size_t s = 0; s < streams; ++s) {                                  \
-      const uint64_t* q = p + s * part + i;                                 \
-      if (prefetch_words > 0) __builtin_prefetch(q + prefetch_words);       \
-      for (int j = 0; j < 8; ++j) acc[j] += q[j];                           \
-    }                                                                       \
-  for (size_t i = part * streams; i < n; ++i) acc[0] += p[i];               \
-  return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
-
-uint64_t sum_words_generic(const uint64_t* p, size_t n, size_t streams, size_t prefetch_words) { KESTREL_SUM_WORDS_BODY }
-
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint64_t* p, size_t n, size_t streams, size_t prefetch_words) {
-  KESTREL_SUM_WORDS_BODY
-}
-#endif
-
-uint64_t sum_words(const uint64_t* p, size_t n, size_t streams, size_t prefetch_words) {
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return sum_words_avx2(p, n, streams, prefetch_words);
-#endif
-  return sum_words_generic(p, n, streams, prefetch_words);
-}
-
-// An anonymous mapping of `bytes` (rounded up to 2 MiB), optionally with huge pages advised,
-// filled so every page is present.
-uint64_t* map_buffer(size_t bytes, bool huge) {
-  const size_t huge_page = size_t{1} << 21;
-  const size_t size = (bytes + huge_page - 1) / huge_page * huge_page;
-  void* p = ::mmap(nullptr, size + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  auto* aligned = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(p) + huge_page - 1) / huge_page * huge_page);
-  if (huge) ::madvise(aligned, size, MADV_HUGEPAGE);
-  const size_t words = bytes / sizeof(uint64_t);
-  for (size_t i = 0; i < words; ++i) aligned[i] = i * 0x9e3779b97f4a7c15ull;
-  return aligned;
-}
-
-}  // namespace
+using kestrel::bench::MappedWords;
+using kestrel::bench::sum_words;
 
 int main(int argc, char** argv) {
   const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2048;
@@ -97,8 +51,9 @@ int main(int argc, char** argv) {
     return best;
   };
 
-  uint64_t* huge = map_buffer(bytes, true);
-  uint64_t* small = map_buffer(bytes, false);
+  const MappedWords huge_mapping(bytes, true), small_mapping(bytes, false);
+  uint64_t* huge = huge_mapping.words();
+  uint64_t* small = small_mapping.words();
   if (huge == nullptr || small == nullptr) {
     fmt::print(stderr, "read_bandwidth: cannot map {} MiB\n", mib);
     return 1;

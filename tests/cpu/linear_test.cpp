@@ -250,21 +250,27 @@ void for_every_decode_case(Check check) {
 }
 
 TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
-  // Any prefetch distance, even one far past the weights, gives the bits of none.
+  // Any prefetch distance, even one far past the weights, gives the bits of none, with the CPU's
+  // decode panels and with 4 side by side or apart (whose streams go on in different places).
   for_every_decode_case([](DType dtype, const Tensor& x, const Tensor& w, auto decode) {
-    auto with_prefetch = [&](size_t distance) {
-      return decode([&](CpuKernelOptions& options) {
-        options.stream_prefetch = StreamPrefetch{distance, distance, distance, distance};
-        EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch.for_dtype(dtype), distance);
-      });
-    };
-    const Tensor none = with_prefetch(0);
-    if (dtype == DType::kF32) {
-      EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
-    }
-    for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
-      const Tensor y = with_prefetch(distance);
-      EXPECT_EQ(y.storage(), none.storage()) << distance;
+    for (std::optional<DecodePanels> panels : {std::optional<DecodePanels>{}, std::optional{DecodePanels{4, 4, 4, 4, false}},
+                                               std::optional{DecodePanels{4, 4, 4, 4, true}}}) {
+      SCOPED_TRACE(panels ? (panels->apart ? "4 apart" : "4 side by side") : "the CPU's panels");
+      auto with_prefetch = [&](size_t distance) {
+        return decode([&](CpuKernelOptions& options) {
+          options.stream_prefetch = StreamPrefetch{distance, distance, distance, distance};
+          options.decode_panels = panels;
+          EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch.for_dtype(dtype), distance);
+        });
+      };
+      const Tensor none = with_prefetch(0);
+      if (dtype == DType::kF32) {
+        EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
+      }
+      for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
+        const Tensor y = with_prefetch(distance);
+        EXPECT_EQ(y.storage(), none.storage()) << distance;
+      }
     }
   });
 }
