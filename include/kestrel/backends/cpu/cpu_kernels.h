@@ -118,7 +118,8 @@ struct CpuKernelOptions {
 //     bf16 and q8 (with the panels apart, one-thread decode steps alternated step by step: f16
 //     3% faster than with 4 KiB and 11-13% than with none; f32 8-13% slower with 4 or 8 KiB,
 //     bf16 8-9% with 2 KiB and 0-5% with 8 KiB; q8, whose AVX2 decode tile is assembly, 1-3%
-//     slower with 4 KiB, -1-4% with 8 KiB, 2-15% with 16 or 32 KiB into L2);
+//     slower with 4 KiB, up to 4% with 8 KiB (two-thread steps 9-10% with 8 KiB and the
+//     compiled tile), 2-15% with 16 or 32 KiB into L2);
 //   256-bit units elsewhere: 4 KiB (measured on Zen 2, two streams side by side);
 //   AVX-512 on Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core
 //     one-thread decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
