@@ -267,7 +267,7 @@ TEST(OptimizedLinearThreads, StreamPrefetchChangesNoBit) {
       if (dtype == DType::kF32) {
         EXPECT_TRUE(all_close(none.values(), reference_linear(x.values(), 1, 768, w.values(), 2050, {}), 1e-4));
       }
-      for (size_t distance : {size_t{64}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
+      for (size_t distance : {size_t{64}, size_t{512}, size_t{4096}, size_t{8192}, size_t{1} << 30}) {
         const Tensor y = with_prefetch(distance);
         EXPECT_EQ(y.storage(), none.storage()) << distance;
       }
@@ -281,7 +281,8 @@ TEST(OptimizedLinearThreads, StreamPrefetchDefaultsToTheCpusChoice) {
   const StreamPrefetch chosen = default_stream_prefetch(*options.isa);
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}) {
     const size_t distance = chosen.for_dtype(dtype);
-    EXPECT_TRUE(distance == 0 || distance == 4096 || distance == 8192) << dtype_name(dtype) << " " << distance;
+    EXPECT_TRUE(distance == 0 || distance == 512 || distance == 4096 || distance == 8192)
+        << dtype_name(dtype) << " " << distance;
   }
   EXPECT_EQ(chosen.for_dtype(DType::kI64), 0u);
   EXPECT_EQ(resolve_cpu_kernel_options(options).stream_prefetch, options.isa == Isa::kScalar ? StreamPrefetch{} : chosen);

@@ -223,7 +223,7 @@ StreamPrefetch default_stream_prefetch(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (narrow_unit(isa)) {
-    if (amd_family() == 0x19) return {.f32 = 0, .f16 = 8192, .bf16 = 0, .q8 = 0};
+    if (amd_family() == 0x19) return {.f32 = 0, .f16 = 8192, .bf16 = 0, .q8 = 512};
     return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 4096};
   }
   if (__builtin_cpu_is("intel")) return {.f32 = 4096, .f16 = 4096, .bf16 = 4096, .q8 = 8192};

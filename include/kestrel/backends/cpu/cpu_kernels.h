@@ -68,9 +68,8 @@ T per_weight_format(const Setting& setting, DType dtype, T other) {
   }
 }
 
-// Bytes ahead along each panel stream that the AVX-512 kernels prefetch the weights of a
-// decode step (one activation row), per weight format, 0 for none. A hint: it changes no
-// result. (AVX2 kernels prefetch every format 4 KiB ahead.)
+// Bytes ahead along each panel stream that the SIMD kernels prefetch the weights of a decode
+// step (one activation row), per weight format, 0 for none. A hint: it changes no result.
 struct StreamPrefetch {
   size_t f32 = 0, f16 = 0, bf16 = 0, q8 = 0;
   // The distance for weights of `dtype` (0 for a format the kernels do not pack).
@@ -114,12 +113,13 @@ struct CpuKernelOptions {
 };
 
 // What this CPU's decode streams prefetch with the given unit (docs/performance.md):
-//   AVX2 and AVX-VNNI (256-bit units) on AMD Zen 3 (family 0x19): f16 8 KiB, none for f32,
-//     bf16 and q8 (with the panels apart, one-thread decode steps alternated step by step: f16
-//     3% faster than with 4 KiB and 11-13% than with none; f32 8-13% slower with 4 or 8 KiB,
-//     bf16 8-9% with 2 KiB and 0-5% with 8 KiB; q8, whose AVX2 decode tile is assembly, 1-3%
-//     slower with 4 KiB, up to 4% with 8 KiB (two-thread steps 9-10% with 8 KiB and the
-//     compiled tile), 2-15% with 16 or 32 KiB into L2);
+//   AVX2 and AVX-VNNI (256-bit units) on AMD Zen 3 (family 0x19): f16 8 KiB, q8 512 bytes,
+//     none for f32 and bf16 (with the panels apart, one-thread decode steps alternated step by
+//     step: f16 3% faster than with 4 KiB and 11-13% than with none, no faster with 512 bytes
+//     or 1 KiB; f32 8-13% slower with 4 or 8 KiB and 2-4% with 512 bytes, bf16 8-9% with
+//     2 KiB and 0-5% with 8 KiB; q8, whose AVX2 decode tile is assembly, 4-5% faster with 512
+//     bytes than with none (two threads 3-16%), 2-3% with 256 bytes, 0-2% with 768 bytes, but
+//     1-3% slower with 4 KiB, up to 4% with 8 KiB and 2-15% with 16 or 32 KiB into L2);
 //   256-bit units elsewhere: 4 KiB (measured on Zen 2, two streams side by side);
 //   AVX-512 on Intel: f32, f16 and bf16 4 KiB, q8 8 KiB (on a Sapphire Rapids class core
 //     one-thread decode ran 10% (f32), 20-26% (f16, bf16) and 30% (q8) faster than with none);
