@@ -61,6 +61,7 @@ struct PackedLayout {
   }
   // The first step of panel p.
   const uint8_t* panel(int64_t p) const {
+    if (interleave == 1) return data + static_cast<size_t>(p) * panel_bytes;  // no division
     return data + static_cast<size_t>(p / interleave * interleave) * panel_bytes +
            static_cast<size_t>(p % interleave) * step_bytes;
   }
