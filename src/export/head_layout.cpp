@@ -113,7 +113,8 @@ Result<int> fold_head_transposes(Graph& graph) {
   std::vector<Match> matches;
   for (Node& node : graph.nodes()) {
     if (node.op != "attention" || node.inputs.size() != 4 || node.outputs.size() != 1 || !heads_first(node)) continue;
-    Match m{&node};
+    Match m;
+    m.attention = &node;
     // The output side: read only by the transpose back to [B, T, H, Dh].
     const ValueId out = node.outputs[0];
     const auto& readers = uses.consumers[static_cast<size_t>(out)];

@@ -83,7 +83,10 @@ TEST_F(CliInput, AProgramWithoutTokenizerRunsFromTokenIds) {
   EXPECT_EQ(json["prompt_token_ids"], nlohmann::json({510, 72, 105}));
   ASSERT_EQ(json["token_ids"].size(), 5u);
   std::string ids;
-  for (const auto& id : json["token_ids"]) ids += (ids.empty() ? "" : " ") + std::to_string(id.get<int64_t>());
+  for (const auto& id : json["token_ids"]) {
+    if (!ids.empty()) ids += ' ';
+    ids += std::to_string(id.get<int64_t>());
+  }
   EXPECT_EQ(ran.out, ids + "\n") << "the generated ids are printed";
 
   expect_refused(run({"run", path("ids.kst"), "--prompt-ids", "1,x"}), "--prompt-ids: 'x' is not a token id");

@@ -62,7 +62,9 @@ void expect_constants_match_checkpoint(const std::string& architecture, DType pr
       if (value.kind != program::ValueKind::kConstant) continue;
       // One copy per name, shared by the methods.
       auto [it, inserted] = refs.emplace(value.name, value.constant);
-      if (!inserted) EXPECT_EQ(it->second, value.constant) << value.name << " in method " << method.name;
+      if (!inserted) {
+        EXPECT_EQ(it->second, value.constant) << value.name << " in method " << method.name;
+      }
       const auto [tensor_name, begin, end] = parse_rows(value.name);
       if (!checkpoint->has_tensor(tensor_name) || !checked.insert(value.name).second) continue;
       auto tensor = checkpoint->tensor(tensor_name);
@@ -89,7 +91,9 @@ void expect_constants_match_checkpoint(const std::string& architecture, DType pr
   for (const auto& name : checked) compared_tensors.insert(std::get<0>(parse_rows(name)));
   for (const auto& requirement : required_tensors(checkpoint->config()))
     EXPECT_TRUE(compared_tensors.count(requirement.name)) << requirement.name << " is not in the program";
-  if (fixture.tie_word_embeddings) EXPECT_EQ(refs.count("lm_head.weight"), 0u) << "the classifier is the embedding";
+  if (fixture.tie_word_embeddings) {
+    EXPECT_EQ(refs.count("lm_head.weight"), 0u) << "the classifier is the embedding";
+  }
 }
 
 TEST(StreamedExport, ConstantsAreTheCheckpointsConvertedTensors) {
