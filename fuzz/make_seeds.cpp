@@ -155,7 +155,7 @@ void checkpoint_seeds() {
   sharded_config.shards = 3;
   const fs::path sharded = scratch_dir() + "/sharded";
   check(fixtures::write_hf_checkpoint(sharded.string(), sharded_config), "sharded");
-  write_seed("fuzz_safetensors", "index.json", "\x01" + read_file(sharded / "model.safetensors.index.json"));
+  write_seed("fuzz_safetensors", "index.json", std::string(1, '\x01') + read_file(sharded / "model.safetensors.index.json"));
   fixtures::FixtureConfig bf16 = tiny();
   bf16.dtype = DType::kBF16;
   check(fixtures::write_hf_checkpoint((scratch_dir() + "/bf16"), bf16), "bf16");

@@ -73,8 +73,12 @@ TEST(ArchitectureTable, EveryHfArchitectureParsesAndNamesItsTensorsFromTheTable)
     } else {
       EXPECT_TRUE(names.count(n.layer(0, n.q + ".weight")));
     }
-    if (architecture->features.qk_norm) EXPECT_TRUE(names.count(n.layer(0, n.q_norm)));
-    if (architecture->features.sandwich_norms) EXPECT_TRUE(names.count(n.layer(0, n.post_ffn_norm)));
+    if (architecture->features.qk_norm) {
+      EXPECT_TRUE(names.count(n.layer(0, n.q_norm)));
+    }
+    if (architecture->features.sandwich_norms) {
+      EXPECT_TRUE(names.count(n.layer(0, n.post_ffn_norm)));
+    }
     // The fixture writer produces exactly these tensors.
     fixtures::FixtureConfig fixture;
     fixture.architecture = architecture->name;

@@ -35,7 +35,9 @@ std::vector<uint8_t> make_tokenizer_bin(int64_t vocab_size) {
   for (const auto& t : tokens) max_len = std::max<int32_t>(max_len, static_cast<int32_t>(t.size()));
   std::vector<uint8_t> out;
   const auto put = [&](const void* p, size_t n) {
-    out.insert(out.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+    const size_t at = out.size();
+    out.resize(at + n);
+    std::memcpy(out.data() + at, p, n);
   };
   put(&max_len, 4);
   for (size_t i = 0; i < tokens.size(); ++i) {
