@@ -82,7 +82,7 @@ Status attention_kernel(KernelContext& ctx) {
   const TensorView& k = ctx.inputs[1];
   const TensorView& v = ctx.inputs[2];
   const int64_t* pos = ctx.inputs[3].as<const int64_t>();
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   const int64_t B = dims.B, Hq = dims.Hq, Hkv = dims.Hkv, T = dims.T, C = dims.C, Dh = dims.Dh;
   const float scale = dims.scale;
   const int64_t group = Hkv > 0 ? Hq / Hkv : 1;

@@ -19,7 +19,7 @@ namespace {
 Status narrow_to_i32(KernelContext& ctx) {
   constexpr std::string_view op = "cast";
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {DType::kI32}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));

@@ -13,7 +13,7 @@ Status embedding_kernel(KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 2, 1));
   const TensorView& table = ctx.inputs[0];
   const TensorView& ids = ctx.inputs[1];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
 
   KESTREL_RETURN_IF_ERROR(
       check_dtype(op, "table", table, {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8}));

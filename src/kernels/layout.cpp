@@ -49,7 +49,7 @@ Status reshape_kernel(KernelContext& ctx) {
   constexpr std::string_view op = "reshape";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {x.dtype}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
@@ -82,7 +82,7 @@ Status transpose_kernel(KernelContext& ctx) {
   constexpr std::string_view op = "transpose";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   KESTREL_ASSIGN_OR_RETURN(size_t elem, element_size(op, x));
   KESTREL_ASSIGN_OR_RETURN(std::vector<int64_t> perm_attr, ctx.attrs.get_ints("perm"));
@@ -149,7 +149,7 @@ Status slice_kernel(KernelContext& ctx) {
   constexpr std::string_view op = "slice";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
   KESTREL_ASSIGN_OR_RETURN(size_t elem, element_size(op, x));

@@ -49,7 +49,7 @@ Status linear_kernel(KernelContext& ctx) {
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
   const TensorView* bias = dims.bias;
-  TensorView& y = ctx.outputs[0];
+  const TensorView& y = ctx.outputs[0];
   const int64_t K = dims.K, N = dims.N;
   const int64_t M = dims.M;
   const float* xs = x.as<const float>();

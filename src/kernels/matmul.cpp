@@ -14,7 +14,7 @@ Status matmul_kernel(KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 2, 1));
   const TensorView& a = ctx.inputs[0];
   const TensorView& b = ctx.inputs[1];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "a", a, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "a", a, 2));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "a", a));

@@ -29,7 +29,7 @@ Status check_norm(std::string_view op, const KernelContext& ctx, size_t params) 
     KESTREL_RETURN_IF_ERROR(check_tensor(op, kNames[i], p));
     KESTREL_RETURN_IF_ERROR(check_shape(op, kNames[i], p, Shape{D}));
   }
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "output", out, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "output", out));
   KESTREL_RETURN_IF_ERROR(check_shape(op, "output", out, x.shape));

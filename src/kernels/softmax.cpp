@@ -13,7 +13,7 @@ Status softmax_kernel(KernelContext& ctx) {
   constexpr std::string_view op = "softmax";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 1, 1, 1));
   const TensorView& x = ctx.inputs[0];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));

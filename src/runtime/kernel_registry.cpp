@@ -173,7 +173,7 @@ Result<BoundKernel> BoundKernel::prepare(const KernelRegistry& registry, std::st
   return bound;
 }
 
-Status BoundKernel::run(std::span<const TensorView> inputs, std::span<TensorView> outputs,
+Status BoundKernel::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                         std::span<uint8_t> scratch) const {
   Scratch reserve(scratch);
   KernelContext ctx(op_, inputs, outputs, AttrReader(op_, attrs_), pool_.get(), &reserve, prepared_.state.get());
@@ -181,7 +181,7 @@ Status BoundKernel::run(std::span<const TensorView> inputs, std::span<TensorView
 }
 
 Status run_kernel_once(const KernelRegistry& registry, std::string_view op, std::span<const TensorView> inputs,
-                       std::span<TensorView> outputs, const program::Attrs& attrs) {
+                       std::span<const TensorView> outputs, const program::Attrs& attrs) {
   std::vector<TensorView> output_shapes(outputs.begin(), outputs.end());
   KESTREL_ASSIGN_OR_RETURN(BoundKernel bound, BoundKernel::prepare(registry, op, attrs, inputs, output_shapes));
   AlignedBuffer scratch(bound.scratch_bytes());

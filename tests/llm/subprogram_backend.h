@@ -99,7 +99,7 @@ class SubprogramBackend : public runtime::BackendInterface {
     ++instances;
     return result;
   }
-  Status execute(void* handle, std::span<const TensorView> inputs, std::span<TensorView> outputs) override {
+  Status execute(void* handle, std::span<const TensorView> inputs, std::span<const TensorView> outputs) override {
     if (execute_calls++ == fail_execute_at)
       return Error(ErrorCode::kUnavailable, "subprogram: execute failed (injected)");
     auto* instance = static_cast<Instance*>(handle);

@@ -55,7 +55,7 @@ class BackendInterface {
                                         const DelegateContext& context) = 0;
   // `inputs` in payload order; `outputs` in the order the backend reported at init.
   virtual Status execute(void* handle, std::span<const TensorView> inputs,
-                         std::span<TensorView> outputs) = 0;
+                         std::span<const TensorView> outputs) = 0;
   virtual void destroy(void* handle) = 0;
 };
 

@@ -102,13 +102,13 @@ class Scratch {
 };
 
 struct KernelContext {
-  KernelContext(std::string_view op, std::span<const TensorView> inputs, std::span<TensorView> outputs,
+  KernelContext(std::string_view op, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
                 AttrReader attrs, ThreadPool* pool = nullptr, Scratch* scratch = nullptr, const void* state = nullptr)
       : op(op), inputs(inputs), outputs(outputs), attrs(attrs), pool(pool), scratch(scratch), state(state) {}
 
   std::string_view op;
   std::span<const TensorView> inputs;
-  std::span<TensorView> outputs;
+  std::span<const TensorView> outputs;
   AttrReader attrs;
   ThreadPool* pool;     // null: run single-threaded
   Scratch* scratch;     // null or the reserve the kernel's prepare step asked for
@@ -192,7 +192,7 @@ class BoundKernel {
                                      std::span<const TensorView> outputs, ConstantCache* constants = nullptr,
                                      const program::LoadedProgram* program = nullptr);
   // Runs with the given scratch reserve (at least scratch_bytes()).
-  Status run(std::span<const TensorView> inputs, std::span<TensorView> outputs, std::span<uint8_t> scratch) const;
+  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, std::span<uint8_t> scratch) const;
   size_t scratch_bytes() const { return prepared_.scratch_bytes; }
   const std::string& op() const { return op_; }
 
@@ -206,6 +206,6 @@ class BoundKernel {
 
 // Prepares and runs one op once with its own scratch (allocated here): for tests and tools.
 Status run_kernel_once(const KernelRegistry& registry, std::string_view op, std::span<const TensorView> inputs,
-                       std::span<TensorView> outputs, const program::Attrs& attrs = {});
+                       std::span<const TensorView> outputs, const program::Attrs& attrs = {});
 
 }  // namespace kestrel::runtime

@@ -62,6 +62,8 @@ class Method {
   struct Step;
   Status bind_io(int32_t value_index, const TensorView& view, const TensorInfo& info);
   void refresh_aliases();
+  // Copies the data pointers of bound values (and of aliases) into the instructions' views.
+  void refresh_step_views();
 
   std::shared_ptr<const program::LoadedProgram> program_;
   const program::MethodSpec* spec_ = nullptr;
@@ -71,6 +73,9 @@ class Method {
   std::vector<TensorInfo> input_infos_;
   std::vector<TensorInfo> output_infos_;
   std::vector<Step> steps_;
+  // The instructions' views of inputs, outputs and aliases, whose data pointers change when
+  // the caller binds memory: {view, value}. Every other view is final once the method loads.
+  std::vector<std::pair<TensorView*, int32_t>> bindable_views_;
   std::vector<std::pair<std::shared_ptr<BackendInterface>, void*>> delegates_;
   AlignedBuffer scratch_;  // the largest reserve any kernel step asked for, reused by every step
   bool profiling_ = false;

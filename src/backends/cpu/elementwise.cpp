@@ -84,7 +84,7 @@ Status rms_norm(KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 2, 2, 1));
   const TensorView& x = ctx.inputs[0];
   const TensorView& w = ctx.inputs[1];
-  TensorView& out = ctx.outputs[0];
+  const TensorView& out = ctx.outputs[0];
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_min_rank(op, "x", x, 1));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));

@@ -62,7 +62,7 @@ class QnnBackend final : public runtime::BackendInterface {
     return instance;
   }
 
-  Status execute(void* handle, std::span<const TensorView> inputs, std::span<TensorView> outputs) override {
+  Status execute(void* handle, std::span<const TensorView> inputs, std::span<const TensorView> outputs) override {
     return static_cast<QnnDelegate*>(handle)->execute(inputs, outputs);
   }
 

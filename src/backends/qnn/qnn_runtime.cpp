@@ -265,7 +265,7 @@ QnnDelegate::~QnnDelegate() {
   if (runtime_) runtime_->release(*this);
 }
 
-Status QnnDelegate::execute(std::span<const TensorView> inputs, std::span<TensorView> outputs) {
+Status QnnDelegate::execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   if (inputs.size() != bound_input_.size() || outputs.size() != outputs_.size())
     return make_error(ErrorCode::kInvalidArgument, "qnn: delegate of '{}' takes {} inputs and {} outputs, got {} and {}",
                       where_.method, bound_input_.size(), outputs_.size(), inputs.size(), outputs.size());

@@ -33,7 +33,7 @@ class QnnDelegate {
   QnnContextId context() const { return context_; }
   const QnnGraphPlan& plan() const { return *plan_; }
   // `inputs` in payload order; `outputs` in output_order().
-  Status execute(std::span<const TensorView> inputs, std::span<TensorView> outputs);
+  Status execute(std::span<const TensorView> inputs, std::span<const TensorView> outputs);
 
  private:
   friend class QnnRuntime;
