@@ -182,8 +182,7 @@ Status BoundKernel::run(std::span<const TensorView> inputs, std::span<const Tens
 
 Status run_kernel_once(const KernelRegistry& registry, std::string_view op, std::span<const TensorView> inputs,
                        std::span<const TensorView> outputs, const program::Attrs& attrs) {
-  std::vector<TensorView> output_shapes(outputs.begin(), outputs.end());
-  KESTREL_ASSIGN_OR_RETURN(BoundKernel bound, BoundKernel::prepare(registry, op, attrs, inputs, output_shapes));
+  KESTREL_ASSIGN_OR_RETURN(BoundKernel bound, BoundKernel::prepare(registry, op, attrs, inputs, outputs));
   AlignedBuffer scratch(bound.scratch_bytes());
   return bound.run(inputs, outputs, scratch.span());
 }

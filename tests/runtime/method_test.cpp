@@ -112,7 +112,6 @@ TEST(Method, RunsKernelsWithConstantsAndArena) {
   EXPECT_FLOAT_EQ(out[3], (1 + 4) * 2 + 1);
 }
 
-
 // The instructions' views are filled once at load; binding memory must still reach every view
 // of the bound value, and of the aliases that share its storage, on the next execute.
 TEST(Method, RebindingReachesOutputsAndAliases) {
@@ -147,6 +146,7 @@ TEST(Method, RebindingReachesOutputsAndAliases) {
   ASSERT_TRUE(forward.execute().ok());
   EXPECT_EQ(out_b, (std::vector<float>{15, 18, 21, 24}));
 }
+
 TEST(Method, ProfilesEveryInstructionWhenAsked) {
   // "scale" sleeps, so its row must hold at least the slept time: the profile charges each
   // instruction its own time (a lower bound only; nothing here depends on the machine's speed).
