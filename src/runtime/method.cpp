@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <span>
 
 #include "kestrel/core/error_helpers.h"
 
@@ -24,8 +25,8 @@ struct Method::Step {
   void* delegate_handle = nullptr;
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;  // for delegates: in the order the backend reports them
-  std::vector<TensorView> input_views;
-  std::vector<TensorView> output_views;
+  std::span<TensorView> input_views;  // in Method::views_
+  std::span<TensorView> output_views;
 };
 
 namespace {
@@ -276,17 +277,26 @@ Result<std::unique_ptr<Method>> Program::load_method(const std::string& name) co
     }
     method->steps_.push_back(std::move(step));
   }
+  // Every step's views in one array, in execution order: a step reads its views from the lines
+  // right after the previous step's.
+  size_t view_count = 0;
+  for (const Method::Step& step : method->steps_) view_count += step.inputs.size() + step.outputs.size();
+  method->views_.resize(view_count);
+  size_t next_view = 0;
   for (Method::Step& step : method->steps_) {
-    auto gather = [&](const std::vector<int32_t>& values, std::vector<TensorView>& views) {
-      views.clear();
-      for (int32_t index : values) views.push_back(method->values_[index]);
-      for (size_t i = 0; i < values.size(); ++i)
+    auto gather = [&](const std::vector<int32_t>& values) {
+      std::span<TensorView> views(method->views_.data() + next_view, values.size());
+      next_view += values.size();
+      for (size_t i = 0; i < values.size(); ++i) {
+        views[i] = method->values_[values[i]];
         if (const ValueKind kind = spec->values[values[i]].kind;
             kind == ValueKind::kInput || kind == ValueKind::kOutput || kind == ValueKind::kAlias)
           method->bindable_views_.emplace_back(&views[i], values[i]);
+      }
+      return views;
     };
-    gather(step.inputs, step.input_views);
-    gather(step.outputs, step.output_views);
+    step.input_views = gather(step.inputs);
+    step.output_views = gather(step.outputs);
   }
   method->scratch_ = AlignedBuffer(scratch_bytes);
   return method;

@@ -73,6 +73,7 @@ class Method {
   std::vector<TensorInfo> input_infos_;
   std::vector<TensorInfo> output_infos_;
   std::vector<Step> steps_;
+  std::vector<TensorView> views_;  // every step's input and output views, step by step
   // The instructions' views of inputs, outputs and aliases, whose data pointers change when
   // the caller binds memory: {view, value}. Every other view is final once the method loads.
   std::vector<std::pair<TensorView*, int32_t>> bindable_views_;
