@@ -17,7 +17,28 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
+Result<AttentionAttrs> read_attention_attrs(const runtime::AttrReader& attrs) {
+  constexpr std::string_view op = "attention";
+  AttentionAttrs decoded;
+  KESTREL_ASSIGN_OR_RETURN(decoded.tokens_first, tokens_first_layout(op, attrs));
+  if (attrs.has("scale")) {
+    KESTREL_ASSIGN_OR_RETURN(decoded.scale, attrs.get_float("scale"));
+  }
+  if (attrs.has("window")) {
+    KESTREL_ASSIGN_OR_RETURN(decoded.window, attrs.get_int("window"));
+  }
+  if (decoded.window < 0)
+    return make_error(ErrorCode::kInvalidArgument, "{}: window {} must be 0 (unlimited) or positive", op,
+                      decoded.window);
+  return decoded;
+}
+
 Result<AttentionDims> check_attention(const KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const AttentionAttrs attrs, read_attention_attrs(ctx.attrs));
+  return check_attention(ctx, attrs);
+}
+
+Result<AttentionDims> check_attention(const KernelContext& ctx, const AttentionAttrs& attrs) {
   constexpr std::string_view op = "attention";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 4, 4, 1));
   const TensorView& q = ctx.inputs[0];
@@ -29,7 +50,7 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "q", q, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "q", q, 4));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "q", q));
-  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, tokens_first_layout(op, ctx.attrs));
+  const bool tokens_first = attrs.tokens_first;
   const int64_t B = q.shape[0], Hq = q.shape[tokens_first ? 2 : 1], T = q.shape[tokens_first ? 1 : 2], Dh = q.shape[3];
   // Caches may be stored narrower than f32; rows are widened as they are read.
   for (const auto& [name, view] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
@@ -58,13 +79,8 @@ Result<AttentionDims> check_attention(const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "q", q, true));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "k", k, false));
   KESTREL_RETURN_IF_ERROR(check_no_overlap(op, "output", out, "v", v, false));
-  KESTREL_ASSIGN_OR_RETURN(double scale_attr,
-                           float_attr_or(ctx, "scale", Dh > 0 ? 1.0 / std::sqrt(double(Dh)) : 1.0));
-  const float scale = static_cast<float>(scale_attr);
-  KESTREL_ASSIGN_OR_RETURN(const int64_t window, int_attr_or(ctx, "window", 0));
-  if (window < 0)
-    return make_error(ErrorCode::kInvalidArgument, "{}: window {} must be 0 (unlimited) or positive", op,
-                      window);
+  const float scale = static_cast<float>(attrs.scale.value_or(Dh > 0 ? 1.0 / std::sqrt(double(Dh)) : 1.0));
+  const int64_t window = attrs.window;
 
   const int64_t* pos = positions.as<const int64_t>();
   for (int64_t t = 0; t < T; ++t)

@@ -11,6 +11,11 @@ namespace kestrel::kernels {
 using namespace detail;
 
 Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const int64_t axis, ctx.attrs.get_int("axis"));
+  return check_index_copy(ctx, axis);
+}
+
+Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx, int64_t axis_attr) {
   constexpr std::string_view op = "index_copy";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 3, 3, 1));
   const TensorView& dst = ctx.inputs[0];
@@ -26,7 +31,6 @@ Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx) {
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "index", index, {DType::kI64}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "index", index, 1));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "index", index));
-  KESTREL_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs.get_int("axis"));
   KESTREL_ASSIGN_OR_RETURN(int axis, normalize_axis(op, "axis", axis_attr, dst.shape.rank()));
   const int64_t T = index.shape[0];
   const int64_t C = dst.shape[axis];

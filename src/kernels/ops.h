@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 
 #include "kestrel/runtime/kernel.h"
 
@@ -37,7 +38,16 @@ struct RopeOperands {
   int64_t H = 1;
   int64_t token(int64_t row) const { return tokens_first ? row / H % T : row % T; }
 };
-Result<RopeOperands> check_rope(const KernelContext& ctx);
+// rope's attributes, decoded once: by an optimized kernel's prepare step, so a call looks up
+// no attribute by name.
+struct RopeAttrs {
+  bool interleaved = false;           // style "interleaved"; otherwise "half"
+  bool tokens_first = false;          // layout "bthd"
+  std::optional<int64_t> rotary_dim;  // absent: the head size
+};
+Result<RopeAttrs> read_rope_attrs(const runtime::AttrReader& attrs);
+Result<RopeOperands> check_rope(const KernelContext& ctx, const RopeAttrs& attrs);
+Result<RopeOperands> check_rope(const KernelContext& ctx);  // reads the attributes too
 // Rotates rows [row0, row1): the rope kernel's arithmetic, for any range (one compiled body,
 // so a split gives the same bits).
 void apply_rope(const RopeOperands& r, int64_t row0, int64_t row1);
@@ -59,7 +69,15 @@ struct AttentionDims {
     return window > 0 && position >= window ? position - window + 1 : 0;
   }
 };
-Result<AttentionDims> check_attention(const KernelContext& ctx);
+// attention's attributes, decoded once (as RopeAttrs).
+struct AttentionAttrs {
+  bool tokens_first = false;     // layout "bthd"
+  std::optional<double> scale;   // absent: 1 / sqrt(head size)
+  int64_t window = 0;            // checked: 0 or positive
+};
+Result<AttentionAttrs> read_attention_attrs(const runtime::AttrReader& attrs);
+Result<AttentionDims> check_attention(const KernelContext& ctx, const AttentionAttrs& attrs);
+Result<AttentionDims> check_attention(const KernelContext& ctx);  // reads the attributes too
 Status silu_kernel(KernelContext& ctx);
 // silu(x) = x / (1 + e^-x), the silu kernel's arithmetic.
 float silu_value(float x);
@@ -106,7 +124,9 @@ struct IndexCopyOperands {
   size_t dst_bytes, slice;  // slice: bytes of one index position
   int64_t outer, T, C;
 };
-Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx);
+// `axis` is the attribute as given (normalized against dst's rank by the check).
+Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx, int64_t axis);
+Result<IndexCopyOperands> check_index_copy(const KernelContext& ctx);  // reads `axis` too
 // Copies src slices [s0, s1) of the outer * T (slice s is block s / T, index s % T).
 void apply_index_copy(const IndexCopyOperands& x, int64_t s0, int64_t s1);
 Status reshape_kernel(KernelContext& ctx);

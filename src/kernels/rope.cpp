@@ -13,7 +13,27 @@ namespace kestrel::kernels {
 
 using namespace detail;
 
+Result<RopeAttrs> read_rope_attrs(const runtime::AttrReader& attrs) {
+  constexpr std::string_view op = "rope";
+  KESTREL_ASSIGN_OR_RETURN(std::string style, attrs.get_string("style"));
+  if (style != "half" && style != "interleaved")
+    return make_error(ErrorCode::kInvalidArgument,
+                      "{}: style '{}' is not one of 'half', 'interleaved'", op, style);
+  RopeAttrs decoded;
+  decoded.interleaved = style == "interleaved";
+  KESTREL_ASSIGN_OR_RETURN(decoded.tokens_first, tokens_first_layout(op, attrs));
+  if (attrs.has("rotary_dim")) {
+    KESTREL_ASSIGN_OR_RETURN(decoded.rotary_dim, attrs.get_int("rotary_dim"));
+  }
+  return decoded;
+}
+
 Result<RopeOperands> check_rope(const KernelContext& ctx) {
+  KESTREL_ASSIGN_OR_RETURN(const RopeAttrs attrs, read_rope_attrs(ctx.attrs));
+  return check_rope(ctx, attrs);
+}
+
+Result<RopeOperands> check_rope(const KernelContext& ctx, const RopeAttrs& attrs) {
   constexpr std::string_view op = "rope";
   KESTREL_RETURN_IF_ERROR(check_arity(op, ctx, 4, 4, 1));
   const TensorView& x = ctx.inputs[0];
@@ -22,17 +42,12 @@ Result<RopeOperands> check_rope(const KernelContext& ctx) {
   const TensorView& sin = ctx.inputs[3];
   const TensorView& out = ctx.outputs[0];
 
-  KESTREL_ASSIGN_OR_RETURN(std::string style, ctx.attrs.get_string("style"));
-  if (style != "half" && style != "interleaved")
-    return make_error(ErrorCode::kInvalidArgument,
-                      "{}: style '{}' is not one of 'half', 'interleaved'", op, style);
-
   KESTREL_RETURN_IF_ERROR(check_dtype(op, "x", x, {DType::kF32}));
   KESTREL_RETURN_IF_ERROR(check_rank(op, "x", x, 4));
   KESTREL_RETURN_IF_ERROR(check_tensor(op, "x", x));
-  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, tokens_first_layout(op, ctx.attrs));
+  const bool tokens_first = attrs.tokens_first;
   const int64_t B = x.shape[0], H = x.shape[tokens_first ? 2 : 1], T = x.shape[tokens_first ? 1 : 2], Dh = x.shape[3];
-  KESTREL_ASSIGN_OR_RETURN(const int64_t rotary, int_attr_or(ctx, "rotary_dim", Dh));
+  const int64_t rotary = attrs.rotary_dim.value_or(Dh);
   if (rotary <= 0 || rotary > Dh || rotary % 2 != 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "{}: rotary_dim {} must be even and in [2, head_dim {}]", op, rotary, Dh);
@@ -68,7 +83,7 @@ Result<RopeOperands> check_rope(const KernelContext& ctx) {
   r.rows = B * H * T;
   r.T = T, r.Dh = Dh, r.half = half, r.rotary = rotary;
   r.tokens_first = tokens_first, r.H = H;
-  r.interleaved = style == "interleaved";
+  r.interleaved = attrs.interleaved;
   // Non-f32 tables are converted once for the T rows in use, not once per head.
   if (cos.dtype != DType::kF32 || sin.dtype != DType::kF32) {
     float* cos_rows = scratch_floats(0, static_cast<size_t>(T * half));

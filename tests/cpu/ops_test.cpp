@@ -742,5 +742,43 @@ TEST(OptimizedCast, OtherCastsAndBadCallsBehaveAsThePortableKernel) {
   }
 }
 
+// rope, rms_norm, attention and index_copy decode their attributes when they are prepared (a
+// call then looks none up by name): a bad attribute fails there, before any call, with the
+// portable kernel's message.
+TEST(OptimizedAttributes, BadOnesFailWhenPreparedWithThePortableMessage) {
+  auto x = Tensor::from_floats(DType::kF32, {1, 2, 1, 8}, random_floats(16, 81));
+  auto pos = Tensor::from_ints({1}, {0});
+  auto table = Tensor::from_floats(DType::kF32, {4, 4}, random_floats(16, 82));
+  auto weight = Tensor::from_floats(DType::kF32, {8}, random_floats(8, 83));
+  auto cache = Tensor::from_floats(DType::kF32, {1, 2, 4, 8}, random_floats(64, 84));
+  Tensor out(DType::kF32, x.shape()), cache_out(DType::kF32, cache.shape());
+  struct Case {
+    std::string op;
+    std::vector<TensorView> inputs, outputs;
+    program::Attrs attrs;
+    std::string says;  // part of the message
+  };
+  const std::vector<Case> cases{
+      {"rope", {x.view(), pos.view(), table.view(), table.view()}, {out.view()}, {{"style", std::string("spiral")}},
+       "style 'spiral'"},
+      {"rope", {x.view(), pos.view(), table.view(), table.view()}, {out.view()},
+       {{"style", std::string("half")}, {"layout", std::string("tbhd")}}, "layout 'tbhd'"},
+      {"rms_norm", {x.view(), weight.view()}, {out.view()}, {{"eps", -1.0}}, "eps -1"},
+      {"rms_norm", {x.view(), weight.view()}, {out.view()}, {}, "eps"},
+      {"attention", {x.view(), cache.view(), cache.view(), pos.view()}, {out.view()},
+       {{"scale", std::string("big")}}, "scale"},
+      {"index_copy", {cache.view(), pos.view(), x.view()}, {cache_out.view()}, {}, "axis"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + ": " + c.says);
+    auto prepared = runtime::BoundKernel::prepare(*registry(2), c.op, c.attrs, c.inputs, c.outputs);
+    ASSERT_FALSE(prepared.ok());
+    const Status reference = run(portable(), c.op, c.inputs, c.outputs, c.attrs);
+    ASSERT_FALSE(reference.ok());
+    EXPECT_EQ(prepared.error().message(), reference.error().message());
+    EXPECT_NE(prepared.error().message().find(c.says), std::string::npos) << prepared.error().message();
+  }
+}
+
 }  // namespace
 }  // namespace kestrel::cpu::testing

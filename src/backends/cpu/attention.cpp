@@ -22,6 +22,7 @@ namespace {
 
 struct AttentionState {
   Config config;
+  kernels::AttentionAttrs attrs;
   size_t task_floats = 0;  // scratch per task (per thread)
 };
 
@@ -34,7 +35,8 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
   auto state = std::make_shared<AttentionState>();
   state->config = *static_cast<const Config*>(options);
   PreparedKernel prepared;
-  KESTREL_ASSIGN_OR_RETURN(const bool tokens_first, kernels::detail::tokens_first_layout("attention", ctx.attrs));
+  KESTREL_ASSIGN_OR_RETURN(state->attrs, kernels::read_attention_attrs(ctx.attrs));
+  const bool tokens_first = state->attrs.tokens_first;
   if (ctx.inputs.size() == 4 && ctx.inputs[0].shape.rank() == 4 && ctx.inputs[1].shape.rank() == 4) {
     const int64_t Hq = ctx.inputs[0].shape[tokens_first ? 2 : 1], T = ctx.inputs[0].shape[tokens_first ? 1 : 2];
     const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2], Dh = ctx.inputs[1].shape[3];
@@ -52,7 +54,7 @@ Status attention(KernelContext& ctx) {
   const auto* state = static_cast<const AttentionState*>(ctx.state);
   if (state == nullptr || ctx.inputs.size() != 4 || !simd_reads_caches(ctx.inputs[1].dtype, ctx.inputs[2].dtype))
     return kernels::attention_kernel(ctx);
-  KESTREL_ASSIGN_OR_RETURN(const kernels::AttentionDims dims, kernels::check_attention(ctx));
+  KESTREL_ASSIGN_OR_RETURN(const kernels::AttentionDims dims, kernels::check_attention(ctx, state->attrs));
   AttentionOperands op;
   op.q = ctx.inputs[0].as<const float>();
   op.k = ctx.inputs[1].data;

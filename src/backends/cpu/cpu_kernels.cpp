@@ -323,7 +323,7 @@ std::shared_ptr<const runtime::KernelRegistry> optimized_kernel_registry(const C
     registry->add("add", runtime::Kernel{detail::add, detail::prepare_binary, options_ptr});
     registry->add("mul", runtime::Kernel{detail::mul, detail::prepare_binary, options_ptr});
     registry->add("transpose", runtime::Kernel{detail::transpose, detail::prepare_transpose, options_ptr});
-    registry->add("rope", runtime::Kernel{detail::rope, detail::prepare_config_only, options_ptr});
+    registry->add("rope", runtime::Kernel{detail::rope, detail::prepare_rope, options_ptr});
     registry->add("cast", runtime::Kernel{detail::cast, detail::prepare_config_only, options_ptr});
     registry->add("index_copy", runtime::Kernel{detail::index_copy, detail::prepare_index_copy, options_ptr});
     registry->set_pool(std::make_shared<detail::CpuThreadPool>(config.threads));

@@ -43,7 +43,9 @@ Status transpose(KernelContext& ctx);
 // over the pool; every other cast runs the portable kernel.
 Status cast(KernelContext& ctx);
 // rope (the SIMD rows for the half style, the portable ones otherwise) and index_copy: the
-// portable kernels' checks and arithmetic, split over the pool.
+// portable kernels' checks and arithmetic with the attributes decoded at prepare, split over
+// the pool.
+Result<PreparedKernel> prepare_rope(const KernelPrepareContext& ctx, const void* config);
 Status rope(KernelContext& ctx);
 Result<PreparedKernel> prepare_index_copy(const KernelPrepareContext& ctx, const void* config);
 Status index_copy(KernelContext& ctx);
