@@ -3,9 +3,9 @@
 // arithmetic, split over the pool; and transpose with its permutation decoded once at load, its
 // rows split over the pool. rms_norm, rope and index_copy decode their attributes at load too:
 // a decode step streams the weights through every cache between two calls, so each lookup by
-// name missed (rope, rms_norm and index_copy calls took 20-27% less time without them). Each is
-// validated exactly as the portable kernel is; a call the fast paths do not cover runs the
-// portable kernel.
+// name missed (with the views in one array as well, rope, rms_norm and index_copy calls took
+// 20-27% less time). Each is validated exactly as the portable kernel is; a call the fast paths
+// do not cover runs the portable kernel.
 #include <algorithm>
 #include <array>
 #include <cmath>
