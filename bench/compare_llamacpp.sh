@@ -27,7 +27,10 @@
 #        llama-bench -m GGUF -p N -n 0 -t T -ctk C -ctv C -r 1 -o json     (or -p 0 -n N)
 #      both from an empty cache, without sampling; then a table of medians (and bests), the
 #      ratio, and for prefill the arithmetic rate against the peak, for decode the bandwidth
-#      bound.
+#      bound. With one thread, each decode repetition also runs bench/decode_vs_read (two rounds
+#      of the test's tokens, every step followed by a read of the bytes it streams): its share
+#      sets each step against a read made right after it, so the host's drift cancels, and both
+#      are means, where the bound beside a run is the best read pass.
 #
 # Environment (defaults in brackets):
 #   LLAMA_CPP_BUILD   llama.cpp build dir, when not given as the argument
@@ -61,13 +64,14 @@ kestrel_build="${KESTREL_BUILD:-${repo}/build}"
 kestrel="${kestrel_build}/kestrel"
 make_model="${kestrel_build}/bench/make_bench_model"
 read_bw="${kestrel_build}/bench/read_bandwidth"
+vs_read="${kestrel_build}/bench/decode_vs_read"
 peak="${kestrel_build}/bench/compute_peak"
 llama_bin="${llama_build}/bin"
-for tool in "${kestrel}" "${make_model}" "${read_bw}" "${peak}" "${llama_bin}/llama-bench" "${llama_bin}/llama-quantize" \
+for tool in "${kestrel}" "${make_model}" "${read_bw}" "${vs_read}" "${peak}" "${llama_bin}/llama-bench" "${llama_bin}/llama-quantize" \
             "${llama_bin}/llama-convert-llama2c-to-ggml"; do
   if [[ ! -x "${tool}" ]]; then
     echo "missing ${tool}" >&2
-    echo "(build kestrel: ninja -C ${kestrel_build} kestrel_cli make_bench_model read_bandwidth compute_peak;" >&2
+    echo "(build kestrel: ninja -C ${kestrel_build} kestrel_cli make_bench_model read_bandwidth decode_vs_read compute_peak;" >&2
     echo " llama.cpp must already be built in ${llama_build})" >&2
     exit 2
   fi
@@ -171,7 +175,7 @@ for dtype in ${dtypes}; do
     for test in $(for p in ${prompts}; do echo "pp${p}"; done) "tg${n_tokens}"; do
       n="${test#??}"
       if [[ "${test}" == pp* ]]; then p="${n}" g=0; else p=0 g="${n}"; fi
-      k=() l=() b=() q=() f=()
+      k=() l=() b=() q=() f=() v=()
       for ((r = 0; r < reps; ++r)); do
         q+=("$(wait_quiet)")
         k+=("$(kestrel_tps "${program}" "${t}" "${p}" "${g}")")
@@ -179,23 +183,26 @@ for dtype in ${dtypes}; do
         if [[ "${test}" == tg* ]]; then
           b+=("$(json_get "$("${read_bw}" "${ws_mib}" "${t}" 3)" read_gb_per_s)")
           f+=(0)
+          # One thread: the decode steps alternated step by step with reads of their bytes.
+          if [[ "${t}" == 1 ]]; then v+=("$(json_get "$("${vs_read}" "${program}" "${n}" 0 2)" decode_share)"); else v+=(0); fi
         else
-          b+=(0)
+          b+=(0) v+=(0)
           f+=("$(f32_peak "$("${peak}" "${t}" 100)")")
         fi
-        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s f32 peak ${f[-1]} GFLOP/s"
+        log "${dtype} t=${t} ${test} rep ${r}: background ${q[-1]} kestrel ${k[-1]} llama.cpp ${l[-1]} read ${b[-1]} GB/s f32 peak ${f[-1]} GFLOP/s decode_vs_read share ${v[-1]}"
       done
       read -r k_med k_best <<< "$(stats "${k[@]}")"
       read -r l_med l_best <<< "$(stats "${l[@]}")"
       read -r b_med b_best <<< "$(stats "${b[@]}")"
       q_med="$(median "${q[@]}")"
+      v_med="$(median "${v[@]}")"
       # Kestrel's rate against the peak of its own repetition, the median over repetitions:
       # the linears' multiply-adds only, and with attention's (0 for decode).
       model_values="$((layer_values + (p > 0 ? attention_values_per_position * (p + 1) : 0)))"
       peak_share="$(share_of_peak "${layer_values}" "${k[@]}" "${f[@]}")"
       model_peak_share="$(share_of_peak "${model_values}" "${k[@]}" "${f[@]}")"
       read -r f_med f_best <<< "$(stats "${f[@]}")"
-      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med} ${f_med} ${peak_share} ${model_values} ${model_peak_share}")
+      results+=("${dtype} ${t} ${test} ${k_med} ${k_best} ${l_med} ${l_best} ${bytes_per_value} ${bandwidth[$t]} ${b_med} ${q_med} ${f_med} ${peak_share} ${model_values} ${model_peak_share} ${v_med}")
     done
   done
 done
@@ -219,7 +226,7 @@ print("the share of the peak count the linears' arithmetic, then (after the slas
 print("attention over the prompt included.\n")
 print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | kestrel GFLOP/s (linears / model) | f32 FMA peak GFLOP/s (at start) | kestrel / peak (linears / model) | background busy |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share in rows:
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share, vs_read in rows:
     if not test.startswith("pp"):
         continue
     gflops = float(k_med) * 2 * layer_values / 1e9
@@ -230,14 +237,17 @@ for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, s
           f"{float(f_med):.1f} ({peak:.1f}) | {float(share):.0%} / {float(model_share):.0%} | {float(busy):.0%} |")
 
 print(f"\ngeneration tokens/s, median (best) of {reps} interleaved runs\n")
-print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | background busy |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share in rows:
+print("kestrel / weights-sized bound: the median run against the best read pass measured next to it. Step by step:")
+print("bench/decode_vs_read's share (one thread), decode steps alternated with reads of their bytes, each a mean\n")
+print("| weights | threads | test | kestrel | llama.cpp | kestrel / llama.cpp | weights MB/token | read GB/s (DRAM / weights-sized) | bound tok/s (DRAM / weights-sized) | kestrel / weights-sized bound | step by step | background busy |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for dtype, t, test, k_med, k_best, l_med, l_best, bpv, bw, bw_ws, busy, f_med, share, model_values, model_share, vs_read in rows:
     if not test.startswith("tg"):
         continue
     mb = decode_values * float(bpv) / 1e6
     bound, bound_ws = float(bw) * 1e3 / mb, float(bw_ws) * 1e3 / mb
     ratio = float(k_med) / float(l_med)
     print(f"| {dtype} | {t} | {test} | {k_med} ({k_best}) | {l_med} ({l_best}) | {ratio:.2f} | {mb:.1f} | "
-          f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f} | {float(k_med) / bound_ws:.0%} | {float(busy):.0%} |")
+          f"{float(bw):.1f} / {float(bw_ws):.1f} | {bound:.0f} / {bound_ws:.0f} | {float(k_med) / bound_ws:.0%} | "
+          f"{(format(float(vs_read), '.0%') if float(vs_read) > 0 else '-')} | {float(busy):.0%} |")
 EOF
