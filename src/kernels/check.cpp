@@ -124,11 +124,6 @@ Result<bool> tokens_first_layout(std::string_view op, const runtime::AttrReader&
   return make_error(ErrorCode::kInvalidArgument, "{}: layout '{}' is not one of 'bhtd', 'bthd'", op, name);
 }
 
-Result<double> float_attr_or(const KernelContext& ctx, const std::string& name, double fallback) {
-  if (!ctx.attrs.has(name)) return fallback;
-  return ctx.attrs.get_float(name);
-}
-
 Result<std::string> string_attr_or(const KernelContext& ctx, const std::string& name,
                                    const std::string& fallback) {
   if (!ctx.attrs.has(name)) return fallback;

@@ -41,7 +41,6 @@ Result<int> normalize_axis(std::string_view op, std::string_view attr, int64_t a
 
 // Attribute with a default: absent gives the fallback, present but mistyped is an error.
 Result<int64_t> int_attr_or(const KernelContext& ctx, const std::string& name, int64_t fallback);
-Result<double> float_attr_or(const KernelContext& ctx, const std::string& name, double fallback);
 Result<std::string> string_attr_or(const KernelContext& ctx, const std::string& name,
                                    const std::string& fallback);
 
