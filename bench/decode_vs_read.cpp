@@ -26,6 +26,7 @@
 
 #include "kestrel/api/kernel_choice.h"
 #include "kestrel/core/error_helpers.h"
+#include "kestrel/fixtures/bench_tokens.h"
 #include "kestrel/llm/runner.h"
 #include "kestrel/program/io_contract.h"
 #include "kestrel/program/loaded_program.h"
@@ -58,13 +59,6 @@ Result<uint64_t> linear_weight_bytes(const std::string& path, const std::string&
     return bytes;
   }
   return kestrel::make_error(kestrel::ErrorCode::kNotFound, "{} has no method '{}'", path, method);
-}
-
-// Deterministic tokens below the vocabulary size (as kestrel bench uses).
-std::vector<int64_t> tokens_for(int64_t n, int64_t vocab) {
-  std::vector<int64_t> tokens(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 7919 + 13) % vocab;
-  return tokens;
 }
 
 int fail(const std::string& message) {
@@ -118,11 +112,12 @@ int main(int argc, char** argv) {
   std::vector<ReadWay> ways{{&huge, "huge", 1, 0},    {&huge, "huge", 4, 0},   {&huge, "huge", 4, 1024},
                             {&huge, "huge", 4, 2048}, {&small, "4k", 4, 1024}};
 
-  const std::vector<int64_t> tokens = tokens_for(n_tokens, info.vocab_size);
+  // The tokens of `kestrel bench -p 0 -n TOKENS -d DEPTH`: the context, then the generated ones.
+  const std::vector<int64_t> context = kestrel::fixtures::bench_tokens(depth, info.vocab_size);
+  const std::vector<int64_t> tokens = kestrel::fixtures::bench_tokens(n_tokens, info.vocab_size);
   auto fill = [&]() -> kestrel::Status {
     io.reset();
     if (depth == 0) return kestrel::ok_status();
-    const std::vector<int64_t> context = tokens_for(depth, info.vocab_size);
     KESTREL_RETURN_IF_ERROR(io.forward(context, 0));
     return kestrel::ok_status();
   };

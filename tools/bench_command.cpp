@@ -20,12 +20,14 @@
 #include "kestrel/llm/runner.h"
 #include "kestrel/api/backend_catalog.h"
 #include "kestrel/api/kernel_choice.h"
+#include "kestrel/fixtures/bench_tokens.h"
 #include "tools/commands.h"
 
 namespace kestrel::tools {
 
 namespace {
 
+using fixtures::bench_tokens;
 using Clock = std::chrono::steady_clock;
 
 struct BenchArgs {
@@ -77,18 +79,6 @@ struct TestResult {
     return std::sqrt(sq / static_cast<double>(samples.size() - 1));
   }
 };
-
-// Deterministic token ids spread over the vocabulary (a fixed linear congruential sequence):
-// every run of the benchmark feeds the same tokens.
-std::vector<int64_t> bench_tokens(int64_t n, int64_t vocab) {
-  std::vector<int64_t> tokens(static_cast<size_t>(n));
-  uint64_t state = 0x9e3779b97f4a7c15ull;
-  for (auto& token : tokens) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    token = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(vocab));
-  }
-  return tokens;
-}
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
