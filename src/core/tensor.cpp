@@ -23,8 +23,13 @@ std::string dims_string(std::span<const int64_t> dims) { return fmt::format("[{}
 
 std::string Shape::to_string() const { return dims_string(dims()); }
 
+// Element by element rather than std::equal, which becomes a library memcmp call: kernels
+// compare a few shapes on every call.
 bool Shape::operator==(const Shape& other) const {
-  return rank_ == other.rank_ && std::equal(dims().begin(), dims().end(), other.dims().begin());
+  if (rank_ != other.rank_) return false;
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[i] != other.dims_[i]) return false;
+  return true;
 }
 
 Shape contiguous_strides(const Shape& shape) {
@@ -41,7 +46,16 @@ TensorView TensorView::contiguous(DType dtype, const Shape& shape, void* data) {
   return TensorView{dtype, shape, contiguous_strides(shape), data};
 }
 
-bool TensorView::is_contiguous() const { return strides == contiguous_strides(shape); }
+// strides == contiguous_strides(shape), without building the strides (every kernel call asks).
+bool TensorView::is_contiguous() const {
+  if (strides.rank() != shape.rank()) return false;
+  int64_t stride = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    if (strides[i] != stride) return false;
+    stride *= shape[i];
+  }
+  return true;
+}
 
 Result<size_t> TensorView::storage_bytes() const {
   return dtype_storage_bytes(dtype, numel(), shape.rank() == 0 ? 1 : shape.dim(-1));

@@ -78,6 +78,36 @@ TEST(Tensor, ShapesAndStrides) {
   EXPECT_EQ(*view.storage_bytes(), 96u);
 }
 
+TEST(Tensor, ContiguousMeansRowMajorStridesOfTheSameRank) {
+  const Shape shape{2, 3, 4};
+  TensorView view = TensorView::contiguous(DType::kF32, shape, nullptr);
+  ASSERT_TRUE(view.is_contiguous());
+  for (int axis = 0; axis < 3; ++axis) {  // any one stride off, including the last
+    TensorView changed = view;
+    changed.strides[axis] += 1;
+    EXPECT_FALSE(changed.is_contiguous()) << "axis " << axis;
+  }
+  TensorView transposed = view;
+  transposed.shape = Shape{2, 4, 3};
+  EXPECT_FALSE(transposed.is_contiguous());
+  TensorView fewer = view;
+  fewer.strides = Shape{4, 1};
+  EXPECT_FALSE(fewer.is_contiguous());
+  EXPECT_TRUE(TensorView::contiguous(DType::kF32, Shape{}, nullptr).is_contiguous());  // a scalar
+  // A size-1 axis still needs its row-major stride (the kernels index with the strides as given).
+  TensorView ones = TensorView::contiguous(DType::kF32, Shape{1, 5}, nullptr);
+  ones.strides[0] = 7;
+  EXPECT_FALSE(ones.is_contiguous());
+}
+
+TEST(Tensor, ShapesEqualWhenRankAndEveryDimAgree) {
+  EXPECT_EQ((Shape{2, 3}), (Shape{2, 3}));
+  EXPECT_NE((Shape{2, 3}), (Shape{2, 4}));
+  EXPECT_NE((Shape{2, 3}), (Shape{2, 3, 1}));
+  EXPECT_NE((Shape{}), (Shape{1}));
+  EXPECT_EQ(Shape{}, Shape{});
+}
+
 TEST(Tensor, DimsStringFormatsEveryDim) {
   EXPECT_EQ(dims_string({}), "[]");
   const std::vector<int64_t> negative{-1, 0, 7};
