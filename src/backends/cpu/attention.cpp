@@ -1,9 +1,9 @@
 // attention over a static KV cache, k and v both f32 or both f16 (read as they are stored and
 // widened in registers: an f16 cache gives the bits of an f32 cache holding the same values).
 // A task is one kv head of one batch row with a block of queries of every query head that
-// shares it (in a decode step, up to four kv heads, whose cache rows it reads side by side, or
-// with grouped query heads deep in the cache one, read ahead: grouped_decode_one_head): the
-// scores of the whole block are computed one chunk of 16 cache rows at a time, then each row's
+// shares it (in a decode step, up to SimdKernels::attention_task_heads kv heads, whose cache
+// rows it reads side by side, or with grouped query heads deep in the cache one, read ahead:
+// grouped_decode_one_head): the scores of the whole block are computed one chunk of 16 cache rows at a time, then each row's
 // softmax, then the weighted sums of value rows, so the block reads each key and value row
 // once. Other caches (bf16, or k and v of different types) go to the portable kernel.
 // Validation is the portable kernel's, check for check (the `window` attribute of
@@ -42,7 +42,8 @@ Result<PreparedKernel> prepare_attention(const KernelPrepareContext& ctx, const 
     const int64_t Hkv = ctx.inputs[1].shape[1], C = ctx.inputs[1].shape[2], Dh = ctx.inputs[1].shape[3];
     if (Hkv > 0 && Hq % Hkv == 0 && Hq > 0) {
       const int threads = pool_threads(ctx.pool);
-      state->task_floats = attention_scratch_floats(T, Hq / Hkv * attention_heads_per_task(T, Hkv, threads), C, Dh);
+      const int64_t task_heads = attention_heads_per_task(T, Hkv, threads, state->config.simd->attention_task_heads);
+      state->task_floats = attention_scratch_floats(T, Hq / Hkv * task_heads, C, Dh);
       prepared.scratch_bytes = runtime::Scratch::bytes_for<float>(state->task_floats * threads);
     }
   }
@@ -71,7 +72,8 @@ Status attention(KernelContext& ctx) {
   const int64_t group = op.Hq / op.Hkv;
   const int threads = pool_threads(ctx.pool);
   const bool one_head = grouped_decode_one_head(op.T, group, op.cache_dtype, op.positions[0]);
-  const int64_t task_heads = one_head ? 1 : attention_heads_per_task(op.T, op.Hkv, threads);
+  const SimdKernels& simd = *state->config.simd;
+  const int64_t task_heads = one_head ? 1 : attention_heads_per_task(op.T, op.Hkv, threads, simd.attention_task_heads);
   op.prefetch = one_head;
   // Fewer heads per task need less scratch than was reserved (for attention_heads_per_task).
   const size_t task_floats = attention_scratch_floats(op.T, group * task_heads, op.C, op.Dh);
@@ -83,7 +85,6 @@ Status attention(KernelContext& ctx) {
   const int64_t per_task = attention_queries_per_task(op.T, group);
   const int64_t query_blocks = (op.T + per_task - 1) / per_task;
   const int64_t head_blocks = (op.Hkv + task_heads - 1) / task_heads;
-  const SimdKernels& simd = *state->config.simd;
   // Each thread takes a contiguous range of heads (the rows of q, k and v it wrote itself when
   // the linears before split their outputs the same way), and idle threads take tasks from the
   // back of the others' ranges.
