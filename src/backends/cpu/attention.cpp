@@ -5,7 +5,8 @@
 // rows it reads side by side, or with grouped query heads deep in the cache one, read ahead:
 // grouped_decode_one_head): the scores of the whole block are computed one chunk of 16 cache
 // rows at a time, then each row's softmax, then the weighted sums of value rows, so the block
-// reads each key and value row once. Other caches (bf16, or k and v of different types) go to the portable kernel.
+// reads each key and value row once. Other caches (bf16, or k and v of different types) go to
+// the portable kernel.
 // Validation is the portable kernel's, check for check (the `window` attribute of
 // sliding-window attention included: 0 or absent is unlimited).
 #include <algorithm>
